@@ -1,0 +1,52 @@
+"""Time, injected: the engine reads a `Clock`, tests drive a `ManualClock`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int:
+        """Milliseconds since the Unix epoch."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """The wall clock. Trigger times are wall-clock instants, so monotonic time won't do."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+class ManualClock:
+    """A clock that moves only when told to; `sleep` yields without waiting."""
+
+    def __init__(self, now_ms: int = 0) -> None:
+        self._now_ms = now_ms
+
+    def now_ms(self) -> int:
+        return self._now_ms
+
+    def advance(self, seconds: float) -> None:
+        self._now_ms += round(seconds * 1000)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(0)
+
+
+def to_datetime(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def to_ms(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime: give a time zone or an offset")
+    return round(moment.timestamp() * 1000)

@@ -1,0 +1,169 @@
+"""Domain records shared by the engine, the stores and the API.
+
+Times are integer milliseconds since the Unix epoch inside Tickwheel; the API
+converts them to ISO 8601 at its edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    BLOCKED = "blocked"
+    PENDING = "pending"
+    READY = "ready"  # derived: pending and due at or before the partition's watermark
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UPSTREAM_FAILED = "upstream_failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATUSES
+
+
+FINAL_STATUSES = frozenset(
+    {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.UPSTREAM_FAILED}
+)
+
+
+class ScheduleType(StrEnum):
+    IMMEDIATE = "immediate"
+    DELAYED = "delayed"
+    CRON = "cron"
+
+
+class Outcome(StrEnum):
+    """How one attempt ended (one execution row each)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    LEASE_EXPIRED = "lease_expired"
+    TIMED_OUT = "timed_out"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOptions:
+    """What a task carries besides its payload: routing and retry settings."""
+
+    queue: str = "default"
+    priority: int = 0
+    max_retries: int = 3
+    backoff_base_seconds: float = 1.0
+    backoff_max_seconds: float = 300.0
+    timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    task_id: str
+    partition: int
+    task_type: str
+    payload: Any
+    schedule_type: ScheduleType
+    due_ms: int
+    created_ms: int
+    options: TaskOptions = field(default_factory=TaskOptions)
+    schedule_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    seq: int
+    task_id: str
+    partition: int
+    task_type: str
+    payload: Any
+    status: Status
+    version: int
+    schedule_type: ScheduleType
+    schedule_id: str | None
+    due_ms: int
+    options: TaskOptions
+    attempts: int
+    created_ms: int
+    triggered_ms: int | None
+    started_ms: int | None
+    completed_ms: int | None
+    lease_expires_ms: int | None
+    worker_id: str | None
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WheelEntry:
+    """What the loader needs to put a pending task on a wheel and route it when due."""
+
+    seq: int
+    partition: int
+    due_ms: int
+    queue: str
+    priority: int
+    is_cron: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedTask:
+    """A task a worker now holds under a lease; `fence` must accompany every later write."""
+
+    seq: int
+    task_id: str
+    task_type: str
+    payload: Any
+    attempt: int
+    fence: int
+    due_ms: int
+    lease_expires_ms: int
+    timeout_seconds: float | None
+    options: TaskOptions
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The end of one attempt, to be written with a compare-and-set on the fence.
+
+    `retry_at_ms` set means back to pending at that time; otherwise the task ends in `status`.
+    """
+
+    seq: int
+    fence: int
+    outcome: Outcome
+    status: Status
+    ended_ms: int
+    error: str | None = None
+    retry_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRecord:
+    id: int
+    task_id: str
+    attempt: int
+    fence: int
+    worker_id: str | None
+    started_ms: int
+    ended_ms: int
+    outcome: Outcome
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecord:
+    schedule_id: str
+    task_type: str
+    payload: Any
+    options: TaskOptions
+    cron_expression: str
+    timezone: str
+    jitter_seconds: int
+    misfire_policy: str
+    overlap_policy: str
+    status: str  # active | paused | cancelled
+    version: int
+    current_seq: int | None
+    previous_seq: int | None
+    created_ms: int

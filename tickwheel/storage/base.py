@@ -1,0 +1,140 @@
+"""The narrow interfaces a store implements, one per role.
+
+SQLite implements them now and PostgreSQL later; the engine talks only to these.
+Stores are dumb: they run compare-and-set writes and range reads; the rules of
+which transition happens when live in the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tickwheel.models import (
+    ClaimedTask,
+    ExecutionRecord,
+    Finish,
+    NewTask,
+    ScheduleRecord,
+    Status,
+    TaskRecord,
+    WheelEntry,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFilter:
+    statuses: tuple[Status, ...] = ()
+    task_type: str | None = None
+    schedule_id: str | None = None
+
+
+class TaskStore(Protocol):
+    async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
+        """Commit all the tasks in one transaction; return their seqs in order."""
+        ...
+
+    async def get_task(self, task_id: str) -> TaskRecord | None: ...
+
+    async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]: ...
+
+    async def list_tasks(
+        self, where: TaskFilter, *, before_seq: int | None, limit: int
+    ) -> list[TaskRecord]:
+        """Newest first, seqs below `before_seq`."""
+        ...
+
+    async def history(
+        self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
+    ) -> list[ExecutionRecord]: ...
+
+    async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
+        """Compare-and-set a task to cancelled."""
+        ...
+
+
+class DispatchStore(Protocol):
+    async def load_pending(
+        self,
+        partitions: Collection[int],
+        *,
+        due_after: int | None,
+        due_until: int,
+        seq_after: int | None = None,
+    ) -> list[WheelEntry]:
+        """Pending tasks of `partitions` due in (due_after, due_until], or with seq > seq_after."""
+        ...
+
+    async def max_seq(self) -> int: ...
+
+    async def claim(
+        self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
+    ) -> list[ClaimedTask]:
+        """Compare-and-set due pending tasks to running under a lease.
+
+        `items` are (seq, triggered_ms); the new version is the claim's fence."""
+        ...
+
+    async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
+        """Extend the leases whose fence still holds; return the seqs whose fence is stale."""
+        ...
+
+    async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
+        """Apply each end of attempt whose fence holds, with its execution row.
+
+        One transaction for the batch; returns per finish whether its fence held."""
+        ...
+
+    async def expired_leases(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]: ...
+
+
+class ScheduleStore(Protocol):
+    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> int:
+        """Commit a schedule with its first instance; return the instance's seq."""
+        ...
+
+    async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None: ...
+
+    async def schedules_of(self, seqs: Collection[int]) -> dict[int, ScheduleRecord]:
+        """The active schedules whose current instance is one of `seqs`, keyed by that seq."""
+        ...
+
+    async def advance_schedules(
+        self, advances: Sequence[tuple[ScheduleRecord, NewTask, int | None]]
+    ) -> list[int | None]:
+        """For each (schedule, next instance, instance to skip): if the schedule's version
+        still holds, insert the next instance, make it current, cancel the skipped one.
+        Returns the new seq, or None where the compare-and-set lost."""
+        ...
+
+    async def set_schedule_status(self, schedule_id: str, status: str) -> ScheduleRecord | None: ...
+
+
+class LeaseStore(Protocol):
+    async def partitions(self) -> int:
+        """P, fixed when the store was created."""
+        ...
+
+    async def acquire(
+        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
+    ) -> dict[int, int]:
+        """Take or renew the leases on `wanted` that are free, expired or already ours.
+        Returns partition -> epoch for those held now."""
+        ...
+
+    async def release(self, node_id: str, held: Mapping[int, int]) -> None: ...
+
+    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
+        """Record partition -> (epoch, watermark), fenced by epoch.
+
+        Returns the partitions whose lease is lost."""
+        ...
+
+    async def watermarks(self) -> dict[int, int]: ...
+
+
+class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, Protocol):
+    async def close(self) -> None: ...

@@ -1,0 +1,108 @@
+"""One SQLite connection owned by one thread, driven from asyncio.
+
+sqlite3 objects must stay on the thread that made them, and SQLite serialises
+writers anyway, so each connection gets a single-thread executor. A whole unit of
+work (a transaction of many statements) runs as one call on that thread, so a batch
+costs one hop between the event loop and the thread, not one per statement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from typing import TypeVar
+
+T = TypeVar("T")
+
+PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    # FULL: a commit survives power loss, not just a crash of the process. Group commit
+    # (engine/batcher.py) keeps the fsync count per task low.
+    "PRAGMA synchronous = FULL",
+    "PRAGMA busy_timeout = 10000",
+    "PRAGMA foreign_keys = OFF",
+    "PRAGMA cache_size = -65536",
+)
+
+
+class Connection:
+    def __init__(self, path: str, *, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sqlite-{name}")
+        self._path = path
+        self._db: sqlite3.Connection | None = None
+
+    async def open(self) -> None:
+        await self.run(self._connect)
+
+    def _connect(self, _: object = None) -> None:
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        for pragma in PRAGMAS:
+            db.execute(pragma)
+        self._db = db
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` on the connection's thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, work)
+
+    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` inside BEGIN IMMEDIATE ... COMMIT (rolled back if it raises)."""
+        return await self.run(lambda db: _in_transaction(db, work))
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._db is None:
+            self._connect()
+        assert self._db is not None
+        return work(self._db)
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self.run(lambda db: db.close())
+            self._db = None
+        self._executor.shutdown(wait=True)
+
+
+def _in_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(db)
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return result
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply the migrations not applied yet, each in its own transaction; return their names.
+
+    BEGIN IMMEDIATE takes the write lock first, so two processes starting on one new
+    file apply each migration once.
+    """
+    folder = resources.files(__package__).joinpath("migrations")
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
+    applied: list[str] = []
+    for name in names:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY)")
+            done = db.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone()
+            if not done:
+                for statement in _statements(folder.joinpath(name).read_text()):
+                    db.execute(statement)
+                db.execute("INSERT INTO schema_migrations (name) VALUES (?)", (name,))
+                applied.append(name)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return applied
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (no triggers or strings with ';' in our schema)."""
+    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,134 @@
+-- Named queries of the SQLite store, loaded by name (see tickwheel/storage/sqlite/queries.py).
+-- Batches arrive as one JSON array bound to a single parameter and read with json_each,
+-- so a batch of any size is one statement.
+
+-- name: insert_task
+INSERT INTO tasks (
+    seq, task_id, partition, task_type, payload, status, schedule_type, schedule_id,
+    queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
+    due_time, created_at
+) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: max_seq
+SELECT COALESCE(MAX(seq), 0) FROM tasks;
+
+-- name: load_due_range
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL
+FROM tasks
+WHERE status = 'pending'
+  AND partition IN (SELECT value FROM json_each(:partitions))
+  AND due_time > :due_after AND due_time <= :due_until;
+
+-- name: load_new
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL
+FROM tasks
+WHERE seq > :seq_after AND status = 'pending' AND due_time <= :due_until
+  AND partition IN (SELECT value FROM json_each(:partitions));
+
+-- name: claim
+UPDATE tasks
+SET status = 'running', version = version + 1, attempts = attempts + 1,
+    lease_expires_at = :lease_until, worker_id = :worker_id,
+    started_at = :now, triggered_at = c.triggered
+FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
+WHERE tasks.seq = c.cseq AND tasks.status = 'pending' AND tasks.due_time <= :now
+RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
+
+-- name: extend_leases
+UPDATE tasks
+SET lease_expires_at = :until
+FROM (SELECT value ->> 0 AS fseq, value ->> 1 AS fence FROM json_each(:fences)) AS f
+WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+RETURNING tasks.seq;
+
+-- name: finish
+UPDATE tasks
+SET status = :status, version = version + 1, lease_expires_at = NULL,
+    due_time = COALESCE(:retry_at, due_time),
+    triggered_at = CASE WHEN :retry_at IS NULL THEN triggered_at END,
+    completed_at = CASE WHEN :retry_at IS NULL THEN :ended END,
+    last_error = COALESCE(:error, last_error)
+WHERE seq = :seq AND version = :fence AND status = 'running'
+RETURNING attempts, started_at, worker_id, schedule_id;
+
+-- name: insert_execution
+INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: expired_leases
+SELECT {task_columns} FROM tasks
+WHERE status = 'running' AND lease_expires_at < :now
+  AND partition IN (SELECT value FROM json_each(:partitions))
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: cancel
+UPDATE tasks
+SET status = 'cancelled', version = version + 1, completed_at = :now, lease_expires_at = NULL
+WHERE seq = :seq AND version = :version;
+
+-- name: get_task
+SELECT {task_columns} FROM tasks WHERE task_id = ?;
+
+-- name: get_tasks
+SELECT {task_columns} FROM tasks WHERE seq IN (SELECT value FROM json_each(?));
+
+-- name: history_of_task
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
+WHERE e.task_seq = :task_seq AND e.id < :before
+ORDER BY e.id DESC LIMIT :limit;
+
+-- name: history_of_schedule
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
+WHERE e.schedule_id = :schedule_id AND e.id < :before
+ORDER BY e.id DESC LIMIT :limit;
+
+-- name: insert_schedule
+INSERT INTO schedules (
+    schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,
+    timeout_seconds, cron_expression, timezone, jitter_seconds, misfire_policy, overlap_policy,
+    status, version, current_seq, previous_seq, created_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: get_schedule
+SELECT {schedule_columns} FROM schedules WHERE schedule_id = ?;
+
+-- name: schedules_of
+SELECT {schedule_columns} FROM schedules
+WHERE status = 'active' AND current_seq IN (SELECT value FROM json_each(?));
+
+-- name: advance_schedule
+UPDATE schedules
+SET version = version + 1, previous_seq = current_seq, current_seq = :next_seq
+WHERE schedule_id = :schedule_id AND version = :version AND status = 'active';
+
+-- name: skip_instance
+UPDATE tasks
+SET status = 'cancelled', version = version + 1, completed_at = :now,
+    last_error = 'skipped: the previous instance was still running'
+WHERE seq = :seq AND status = 'pending';
+
+-- name: set_schedule_status
+UPDATE schedules SET status = :status, version = version + 1 WHERE schedule_id = :schedule_id;
+
+-- name: acquire_leases
+UPDATE partition_leases
+SET epoch = CASE WHEN owner = :node AND expires_at >= :now THEN epoch ELSE epoch + 1 END,
+    owner = :node, expires_at = :now + :ttl
+WHERE partition IN (SELECT value FROM json_each(:wanted))
+  AND (owner = :node OR owner IS NULL OR expires_at < :now)
+RETURNING partition, epoch;
+
+-- name: release_lease
+UPDATE partition_leases SET owner = NULL, expires_at = 0
+WHERE partition = ? AND owner = ? AND epoch = ?;
+
+-- name: set_watermark
+UPDATE partition_leases SET watermark = MAX(watermark, :watermark)
+WHERE partition = :partition AND owner = :node AND epoch = :epoch AND expires_at >= :now;
+
+-- name: watermarks
+SELECT partition, watermark FROM partition_leases;

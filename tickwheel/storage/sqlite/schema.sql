@@ -1,0 +1,91 @@
+-- Tickwheel's embedded schema. Times are integer milliseconds since the Unix epoch.
+-- migrations/ must produce exactly this schema (tests/integration/test_sqlite_migrations.py).
+
+CREATE TABLE cluster (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE schedules (
+    schedule_id       TEXT PRIMARY KEY,
+    task_type         TEXT NOT NULL,
+    payload           TEXT NOT NULL,
+    queue             TEXT NOT NULL,
+    priority          INTEGER NOT NULL,
+    max_retries       INTEGER NOT NULL,
+    backoff_base      REAL NOT NULL,
+    backoff_max       REAL NOT NULL,
+    timeout_seconds   REAL,
+    cron_expression   TEXT NOT NULL,
+    timezone          TEXT NOT NULL,
+    jitter_seconds    INTEGER NOT NULL,
+    misfire_policy    TEXT NOT NULL,
+    overlap_policy    TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    version           INTEGER NOT NULL DEFAULT 0,
+    current_seq       INTEGER,
+    previous_seq      INTEGER,
+    created_at        INTEGER NOT NULL
+);
+
+CREATE TABLE tasks (
+    seq               INTEGER PRIMARY KEY,
+    task_id           TEXT NOT NULL UNIQUE,
+    partition         INTEGER NOT NULL,
+    task_type         TEXT NOT NULL,
+    payload           TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    version           INTEGER NOT NULL DEFAULT 0,
+    schedule_type     TEXT NOT NULL,
+    schedule_id       TEXT REFERENCES schedules (schedule_id),
+    queue             TEXT NOT NULL,
+    priority          INTEGER NOT NULL,
+    max_retries       INTEGER NOT NULL,
+    backoff_base      REAL NOT NULL,
+    backoff_max       REAL NOT NULL,
+    timeout_seconds   REAL,
+    due_time          INTEGER NOT NULL,
+    attempts          INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at  INTEGER,
+    worker_id         TEXT,
+    created_at        INTEGER NOT NULL,
+    triggered_at      INTEGER,
+    started_at        INTEGER,
+    completed_at      INTEGER,
+    last_error        TEXT
+);
+
+-- The loader's range scan: pending tasks of a partition by due time.
+CREATE INDEX tasks_pending_due ON tasks (partition, due_time) WHERE status = 'pending';
+-- The reaper's scan: leases that ran out.
+CREATE INDEX tasks_running_lease ON tasks (lease_expires_at) WHERE status = 'running';
+CREATE INDEX tasks_status ON tasks (status, seq);
+CREATE INDEX tasks_type ON tasks (task_type, seq);
+CREATE INDEX tasks_schedule ON tasks (schedule_id, seq) WHERE schedule_id IS NOT NULL;
+
+-- One row per attempt, written when the attempt ends.
+CREATE TABLE executions (
+    id           INTEGER PRIMARY KEY,
+    task_seq     INTEGER NOT NULL REFERENCES tasks (seq),
+    schedule_id  TEXT,
+    attempt      INTEGER NOT NULL,
+    fence        INTEGER NOT NULL,
+    worker_id    TEXT,
+    started_at   INTEGER NOT NULL,
+    ended_at     INTEGER NOT NULL,
+    outcome      TEXT NOT NULL,
+    error        TEXT
+);
+
+CREATE INDEX executions_task ON executions (task_seq, id);
+CREATE INDEX executions_schedule ON executions (schedule_id, id) WHERE schedule_id IS NOT NULL;
+
+-- Who triggers each partition. `epoch` grows on every change of owner: the fencing token.
+-- `watermark` is the due time up to which the owner has triggered the partition.
+CREATE TABLE partition_leases (
+    partition   INTEGER PRIMARY KEY,
+    owner       TEXT,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    expires_at  INTEGER NOT NULL DEFAULT 0,
+    watermark   INTEGER NOT NULL DEFAULT 0
+);

@@ -1,0 +1,424 @@
+"""The embedded store: one SQLite file in WAL mode.
+
+Writes go through one connection (SQLite has one writer at a time), reads through
+another so that API reads never wait behind a write batch.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from tickwheel.models import (
+    ClaimedTask,
+    ExecutionRecord,
+    Finish,
+    NewTask,
+    Outcome,
+    ScheduleRecord,
+    ScheduleType,
+    Status,
+    TaskOptions,
+    TaskRecord,
+    WheelEntry,
+)
+from tickwheel.storage.base import TaskFilter
+from tickwheel.storage.sqlite.connection import Connection, migrate
+from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
+
+DB_NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+NEVER = 2**62
+
+
+class SqliteStore:
+    def __init__(self, path: str, *, partitions: int = 16) -> None:
+        self.path = path
+        self._wanted_partitions = partitions
+        self._writer = Connection(path, name="writer")
+        self._reader = Connection(path, name="reader")
+        self._partitions = partitions
+
+    async def open(self) -> None:
+        await self._writer.open()
+        await self._writer.run(migrate)
+        self._partitions = await self._writer.transaction(self._init_cluster)
+        await self._reader.open()
+
+    def _init_cluster(self, db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM cluster WHERE key = 'partitions'").fetchone()
+        if row:
+            return int(row[0])
+        count = self._wanted_partitions
+        db.execute("INSERT INTO cluster (key, value) VALUES ('partitions', ?)", (str(count),))
+        db.executemany(
+            "INSERT INTO partition_leases (partition) VALUES (?)", [(p,) for p in range(count)]
+        )
+        return count
+
+    async def close(self) -> None:
+        await self._reader.close()
+        await self._writer.close()
+
+    # -- tasks ---------------------------------------------------------------
+
+    async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
+        rows = [_task_params(t) for t in tasks]
+        return await self._writer.transaction(lambda db: _insert_task_rows(db, rows))
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        row = await self._reader.run(lambda db: db.execute(q("get_task"), (task_id,)).fetchone())
+        return _task(row) if row else None
+
+    async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]:
+        arg = json.dumps(list(seqs))
+        rows = await self._reader.run(lambda db: db.execute(q("get_tasks"), (arg,)).fetchall())
+        return [_task(r) for r in rows]
+
+    async def list_tasks(
+        self, where: TaskFilter, *, before_seq: int | None, limit: int
+    ) -> list[TaskRecord]:
+        clauses = ["seq < ?"]
+        params: list[Any] = [before_seq if before_seq is not None else NEVER]
+        if where.statuses:
+            clauses.append(f"status IN ({','.join('?' * len(where.statuses))})")
+            params.extend(str(s) for s in where.statuses)
+        if where.task_type is not None:
+            clauses.append("task_type = ?")
+            params.append(where.task_type)
+        if where.schedule_id is not None:
+            clauses.append("schedule_id = ?")
+            params.append(where.schedule_id)
+        sql = (
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
+            " ORDER BY seq DESC LIMIT ?"
+        )
+        rows = await self._reader.run(lambda db: db.execute(sql, [*params, limit]).fetchall())
+        return [_task(r) for r in rows]
+
+    async def history(
+        self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
+    ) -> list[ExecutionRecord]:
+        params: dict[str, Any] = {"before": before_id or NEVER, "limit": limit}
+        if schedule_id is not None:
+            name, params["schedule_id"] = "history_of_schedule", schedule_id
+        else:
+            name, params["task_seq"] = "history_of_task", task_seq
+        rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
+        return [_execution(r) for r in rows]
+
+    async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
+        params = {"seq": seq, "version": version, "now": now_ms}
+        count = await self._writer.transaction(lambda db: db.execute(q("cancel"), params).rowcount)
+        return bool(count)
+
+    # -- dispatch ------------------------------------------------------------
+
+    async def load_pending(
+        self,
+        partitions: Collection[int],
+        *,
+        due_after: int | None,
+        due_until: int,
+        seq_after: int | None = None,
+    ) -> list[WheelEntry]:
+        parts = json.dumps(sorted(partitions))
+        if seq_after is None:
+            name = "load_due_range"
+            params: dict[str, Any] = {
+                "partitions": parts,
+                "due_after": -NEVER if due_after is None else due_after,
+                "due_until": due_until,
+            }
+        else:
+            name = "load_new"
+            params = {"partitions": parts, "seq_after": seq_after, "due_until": due_until}
+        rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
+        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+
+    async def max_seq(self) -> int:
+        return int(await self._reader.run(lambda db: db.execute(q("max_seq")).fetchone()[0]))
+
+    async def claim(
+        self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
+    ) -> list[ClaimedTask]:
+        params = {
+            "claims": json.dumps(items),
+            "now": now_ms,
+            "lease_until": now_ms + lease_ms,
+            "worker_id": worker_id,
+        }
+        rows = await self._writer.transaction(lambda db: db.execute(q("claim"), params).fetchall())
+        return [_claimed(r) for r in rows]
+
+    async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
+        params = {"fences": json.dumps(list(fences.items())), "until": until_ms}
+        rows = await self._writer.transaction(
+            lambda db: db.execute(q("extend_leases"), params).fetchall()
+        )
+        return set(fences) - {r[0] for r in rows}
+
+    async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
+        return await self._writer.transaction(lambda db: [_finish(db, f) for f in finishes])
+
+    async def expired_leases(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]:
+        params = {"partitions": json.dumps(sorted(partitions)), "now": now_ms, "limit": limit}
+        rows = await self._reader.run(lambda db: db.execute(q("expired_leases"), params).fetchall())
+        return [_task(r) for r in rows]
+
+    # -- schedules -----------------------------------------------------------
+
+    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> int:
+        def work(db: sqlite3.Connection) -> int:
+            db.execute(q("insert_schedule"), _schedule_params(schedule))
+            (seq,) = _insert_task_rows(db, [_task_params(first)])
+            db.execute(
+                "UPDATE schedules SET current_seq = ? WHERE schedule_id = ?",
+                (seq, schedule.schedule_id),
+            )
+            return seq
+
+        return await self._writer.transaction(work)
+
+    async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        row = await self._reader.run(
+            lambda db: db.execute(q("get_schedule"), (schedule_id,)).fetchone()
+        )
+        return _schedule(row) if row else None
+
+    async def schedules_of(self, seqs: Collection[int]) -> dict[int, ScheduleRecord]:
+        arg = json.dumps(list(seqs))
+        rows = await self._reader.run(lambda db: db.execute(q("schedules_of"), (arg,)).fetchall())
+        schedules = [_schedule(r) for r in rows]
+        return {s.current_seq: s for s in schedules if s.current_seq is not None}
+
+    async def advance_schedules(
+        self, advances: Sequence[tuple[ScheduleRecord, NewTask, int | None]]
+    ) -> list[int | None]:
+        def work(db: sqlite3.Connection) -> list[int | None]:
+            return [_advance(db, schedule, nxt, skip) for schedule, nxt, skip in advances]
+
+        return await self._writer.transaction(work)
+
+    async def set_schedule_status(self, schedule_id: str, status: str) -> ScheduleRecord | None:
+        def work(db: sqlite3.Connection) -> ScheduleRecord | None:
+            db.execute(q("set_schedule_status"), {"status": status, "schedule_id": schedule_id})
+            row = db.execute(q("get_schedule"), (schedule_id,)).fetchone()
+            return _schedule(row) if row else None
+
+        return await self._writer.transaction(work)
+
+    # -- partition leases ----------------------------------------------------
+
+    async def partitions(self) -> int:
+        return self._partitions
+
+    async def acquire(
+        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
+    ) -> dict[int, int]:
+        def work(db: sqlite3.Connection) -> dict[int, int]:
+            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+            params = {
+                "node": node_id,
+                "now": now,
+                "ttl": ttl_ms,
+                "wanted": json.dumps(list(wanted)),
+            }
+            return dict(db.execute(q("acquire_leases"), params).fetchall())
+
+        return await self._writer.transaction(work)
+
+    async def release(self, node_id: str, held: Mapping[int, int]) -> None:
+        rows = [(p, node_id, epoch) for p, epoch in held.items()]
+        await self._writer.transaction(lambda db: db.executemany(q("release_lease"), rows))
+
+    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
+        def work(db: sqlite3.Connection) -> set[int]:
+            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+            lost = set()
+            for partition, (epoch, mark) in marks.items():
+                params = {
+                    "partition": partition,
+                    "node": node_id,
+                    "epoch": epoch,
+                    "watermark": mark,
+                    "now": now,
+                }
+                if not db.execute(q("set_watermark"), params).rowcount:
+                    lost.add(partition)
+            return lost
+
+        return await self._writer.transaction(work)
+
+    async def watermarks(self) -> dict[int, int]:
+        return dict(await self._reader.run(lambda db: db.execute(q("watermarks")).fetchall()))
+
+
+# -- rows <-> records ----------------------------------------------------------
+
+
+def _task_params(t: NewTask) -> list[Any]:
+    o = t.options
+    return [
+        t.task_id,
+        t.partition,
+        t.task_type,
+        json.dumps(t.payload),
+        str(t.schedule_type),
+        t.schedule_id,
+        o.queue,
+        o.priority,
+        o.max_retries,
+        o.backoff_base_seconds,
+        o.backoff_max_seconds,
+        o.timeout_seconds,
+        t.due_ms,
+        t.created_ms,
+    ]
+
+
+def _insert_task_rows(db: sqlite3.Connection, rows: list[list[Any]]) -> list[int]:
+    # Explicit seqs: SQLite has one writer at a time, so MAX + 1 inside the write
+    # transaction is the commit order, which the loader's "seq after" scan relies on.
+    first = db.execute(q("max_seq")).fetchone()[0] + 1
+    seqs = list(range(first, first + len(rows)))
+    db.executemany(q("insert_task"), [[s, *r] for s, r in zip(seqs, rows, strict=True)])
+    return seqs
+
+
+def _options(r: Sequence[Any], at: int) -> TaskOptions:
+    queue, priority, max_retries, base, cap, timeout = r[at : at + 6]
+    return TaskOptions(queue, priority, max_retries, base, cap, timeout)
+
+
+def _task(r: Sequence[Any]) -> TaskRecord:
+    return TaskRecord(
+        seq=r[0],
+        task_id=r[1],
+        partition=r[2],
+        task_type=r[3],
+        payload=json.loads(r[4]),
+        status=Status(r[5]),
+        version=r[6],
+        schedule_type=ScheduleType(r[7]),
+        schedule_id=r[8],
+        due_ms=r[9],
+        options=_options(r, 10),
+        attempts=r[16],
+        created_ms=r[17],
+        triggered_ms=r[18],
+        started_ms=r[19],
+        completed_ms=r[20],
+        lease_expires_ms=r[21],
+        worker_id=r[22],
+        last_error=r[23],
+    )
+
+
+def _claimed(r: Sequence[Any]) -> ClaimedTask:
+    return ClaimedTask(
+        seq=r[0],
+        task_id=r[1],
+        task_type=r[2],
+        payload=json.loads(r[3]),
+        attempt=r[4],
+        fence=r[5],
+        due_ms=r[6],
+        lease_expires_ms=r[7],
+        timeout_seconds=r[13],
+        options=_options(r, 8),
+    )
+
+
+def _execution(r: Sequence[Any]) -> ExecutionRecord:
+    return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8])
+
+
+def _finish(db: sqlite3.Connection, f: Finish) -> bool:
+    params = {
+        "status": str(f.status),
+        "retry_at": f.retry_at_ms,
+        "ended": f.ended_ms,
+        "error": f.error,
+        "seq": f.seq,
+        "fence": f.fence,
+    }
+    row = db.execute(q("finish"), params).fetchone()
+    if row is None:
+        return False
+    attempts, started, worker_id, schedule_id = row
+    db.execute(
+        q("insert_execution"),
+        (
+            f.seq,
+            schedule_id,
+            attempts,
+            f.fence,
+            worker_id,
+            started,
+            f.ended_ms,
+            str(f.outcome),
+            f.error,
+        ),
+    )
+    return True
+
+
+def _schedule_params(s: ScheduleRecord) -> list[Any]:
+    o = s.options
+    return [
+        s.schedule_id,
+        s.task_type,
+        json.dumps(s.payload),
+        o.queue,
+        o.priority,
+        o.max_retries,
+        o.backoff_base_seconds,
+        o.backoff_max_seconds,
+        o.timeout_seconds,
+        s.cron_expression,
+        s.timezone,
+        s.jitter_seconds,
+        s.misfire_policy,
+        s.overlap_policy,
+        s.status,
+        s.version,
+        s.current_seq,
+        s.previous_seq,
+        s.created_ms,
+    ]
+
+
+def _schedule(r: Sequence[Any]) -> ScheduleRecord:
+    return ScheduleRecord(
+        schedule_id=r[0],
+        task_type=r[1],
+        payload=json.loads(r[2]),
+        options=_options(r, 3),
+        cron_expression=r[9],
+        timezone=r[10],
+        jitter_seconds=r[11],
+        misfire_policy=r[12],
+        overlap_policy=r[13],
+        status=r[14],
+        version=r[15],
+        current_seq=r[16],
+        previous_seq=r[17],
+        created_ms=r[18],
+    )
+
+
+def _advance(
+    db: sqlite3.Connection, schedule: ScheduleRecord, nxt: NewTask, skip: int | None
+) -> int | None:
+    (seq,) = _insert_task_rows(db, [_task_params(nxt)])
+    params = {"next_seq": seq, "schedule_id": schedule.schedule_id, "version": schedule.version}
+    if not db.execute(q("advance_schedule"), params).rowcount:
+        db.execute("DELETE FROM tasks WHERE seq = ?", (seq,))
+        return None
+    if skip is not None:
+        db.execute(q("skip_instance"), {"seq": skip, "now": nxt.created_ms})
+    return seq
