@@ -186,9 +186,12 @@ def _check_fields(text: str) -> None:
             "minute hour day-of-month month day-of-week"
         )
     try:
-        CronSim(text, _PARSE_AT)
+        next(CronSim(text, _PARSE_AT))
     except CronSimError as exc:
         raise InvalidCronExpression(f"{text!r}: {_explain(parts, exc)}") from None
+    except StopIteration:
+        # cronsim accepts some never-matching combinations, e.g. "* * 1 4 5L".
+        raise InvalidCronExpression(f"{text!r} never fires: no date matches all fields") from None
 
 
 def _explain(parts: list[str], exc: CronSimError) -> str:

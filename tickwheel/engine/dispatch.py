@@ -1,0 +1,105 @@
+"""Claims, heartbeats and ends of attempts: the engine side of a worker's lease.
+
+A claim turns due pending tasks into running ones with one compare-and-set; the new
+version is the fence. Heartbeats and completions present the fence and are refused
+when it is stale, so a worker that paused past its lease cannot overwrite the result
+of the attempt that replaced it. Ends of attempts from all workers are group-committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from tickwheel.clock import Clock
+from tickwheel.engine import attempts
+from tickwheel.engine.batcher import Batcher
+from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.ids import partition_of
+from tickwheel.models import ClaimedTask, Finish, Outcome, Status, WheelEntry
+from tickwheel.queue.base import ReadyItem
+from tickwheel.storage.base import DispatchStore
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        *,
+        store: DispatchStore,
+        trigger: TriggerEngine,
+        clock: Clock,
+        partitions: int,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        self._store = store
+        self._trigger = trigger
+        self._clock = clock
+        self._partitions = partitions
+        self.lease_ms = round(lease_seconds * 1000)
+        self._finishes: Batcher[Finish, bool] = Batcher(self._write_finishes)
+
+    async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
+        if not items:
+            return []
+        return await self._store.claim(
+            [(i.seq, i.triggered_ms) for i in items],
+            now_ms=self._clock.now_ms(),
+            lease_ms=self.lease_ms,
+            worker_id=worker_id,
+        )
+
+    async def heartbeat(self, fences: Mapping[int, int]) -> set[int]:
+        """Extend the leases; return the seqs whose fence is stale (cancelled or taken over)."""
+        if not fences:
+            return set()
+        return await self._store.extend_leases(
+            fences, until_ms=self._clock.now_ms() + self.lease_ms
+        )
+
+    async def succeed(self, task: ClaimedTask) -> bool:
+        return await self.finish(attempts.succeeded(task.seq, task.fence, self._clock.now_ms()))
+
+    async def fail(
+        self, task: ClaimedTask, error: str, *, outcome: Outcome = Outcome.FAILED, retryable: bool
+    ) -> bool:
+        end = attempts.failed(
+            task.seq,
+            task.fence,
+            attempt=task.attempt,
+            options=task.options,
+            outcome=outcome,
+            error=error,
+            now_ms=self._clock.now_ms(),
+            retryable=retryable,
+        )
+        return await self.finish(end, task)
+
+    async def finish(self, end: Finish, task: ClaimedTask | None = None) -> bool:
+        """Write the end of an attempt; False when the fence was stale (nothing changed)."""
+        written = await self._finishes.submit(end)
+        if written and end.retry_at_ms is not None and task is not None:
+            self.requeue([(end, task.task_id, task.options.queue, task.options.priority)])
+        return written
+
+    def requeue(self, retries: Sequence[tuple[Finish, str, str, int]]) -> None:
+        """Put tasks that went back to pending on their wheel (if this node owns it)."""
+        self._trigger.offer(
+            WheelEntry(
+                end.seq,
+                partition_of(task_id, self._partitions),
+                end.retry_at_ms,
+                queue,
+                priority,
+                False,
+            )
+            for end, task_id, queue, priority in retries
+            if end.retry_at_ms is not None and end.status is Status.PENDING
+        )
+
+    async def finish_many(self, ends: Sequence[Finish]) -> list[bool]:
+        return await self._finishes.submit_many(ends)
+
+    async def _write_finishes(self, ends: list[Finish]) -> list[bool]:
+        return await self._store.finish(ends)

@@ -1,0 +1,95 @@
+"""Partition ownership by leases with fencing epochs.
+
+Every partition is triggered by exactly one node at a time: the one holding its lease
+in the store. The store's clock decides expiry. Every renewal also records the
+partition's trigger watermark, fenced by the epoch, so a node whose lease was taken
+over learns it on its next write and stops triggering that partition at once. If a
+renewal cannot reach the store, the node stops triggering before its leases could
+have expired, since another node may take them then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection
+
+from tickwheel.clock import Clock
+from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.storage.base import LeaseStore
+
+log = logging.getLogger(__name__)
+
+
+class PartitionLeases:
+    def __init__(
+        self,
+        *,
+        store: LeaseStore,
+        trigger: TriggerEngine,
+        clock: Clock,
+        node_id: str,
+        ttl_seconds: float = 15.0,
+    ) -> None:
+        self._store = store
+        self._trigger = trigger
+        self._clock = clock
+        self.node_id = node_id
+        self._ttl_ms = round(ttl_seconds * 1000)
+        self.held: dict[int, int] = {}  # partition -> epoch
+        self._valid_until = 0
+
+    async def wanted(self) -> Collection[int]:
+        """Embedded mode: this node wants every partition (a later rebalancer narrows it)."""
+        return range(await self._store.partitions())
+
+    async def run(self) -> None:
+        interval = self._ttl_ms / 3000
+        while True:
+            try:
+                got = await asyncio.wait_for(self._renew_leases(), interval)
+                await self._apply(got)
+            except Exception:
+                log.exception("renewing partition leases failed")
+            self._drop_if_lapsed()
+            await asyncio.sleep(interval)
+
+    async def renew(self) -> None:
+        await self._apply(await self._renew_leases())
+
+    async def _renew_leases(self) -> dict[int, int]:
+        started = self._clock.now_ms()
+        marks = {p: (epoch, self._trigger.triggered_until) for p, epoch in self.held.items()}
+        lost = await self._store.set_watermarks(self.node_id, marks) if marks else set()
+        for partition in lost:
+            self._lose(partition)
+        got = await self._store.acquire(self.node_id, await self.wanted(), ttl_ms=self._ttl_ms)
+        self._valid_until = started + self._ttl_ms
+        return got
+
+    async def _apply(self, got: dict[int, int]) -> None:
+        for partition in set(self.held) - set(got):
+            self._lose(partition)
+        for partition, epoch in got.items():
+            if self.held.get(partition) != epoch:
+                self._lose(partition)  # re-owned under a new epoch: reload from the store
+                await self._trigger.gain(partition)
+                self.held[partition] = epoch
+
+    def _drop_if_lapsed(self) -> None:
+        """Stop triggering everything once our leases may have lapsed unrenewed."""
+        if self.held and self._clock.now_ms() >= self._valid_until:
+            log.error("partition leases could not be renewed in time: stopping triggers")
+            for partition in list(self.held):
+                self._lose(partition)
+
+    def _lose(self, partition: int) -> None:
+        self.held.pop(partition, None)
+        self._trigger.lose(partition)
+
+    async def release_all(self) -> None:
+        held, self.held = self.held, {}
+        for partition in held:
+            self._trigger.lose(partition)
+        if held:
+            await self._store.release(self.node_id, held)

@@ -1,0 +1,117 @@
+"""The cron resolver: when a schedule's instance is triggered, create the next one.
+
+A schedule keeps exactly one future instance. Advancing it is a compare-and-set on
+the schedule's version, so two nodes releasing the same instance (a lease handover)
+create one next instance, not two. Misfire and overlap policies are applied here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+
+from tickwheel.clock import Clock, to_datetime, to_ms
+from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy, next_fire
+from tickwheel.engine.routing import Route
+from tickwheel.ids import new_id, partition_of
+from tickwheel.models import NewTask, ScheduleRecord, ScheduleType, Status
+from tickwheel.queue.base import ReadyItem, ReadyQueue
+from tickwheel.storage.base import ScheduleStore, TaskStore
+
+log = logging.getLogger(__name__)
+
+# An instance released later than this after its due time counts as misfired.
+MISFIRE_GRACE_MS = 60_000
+
+
+def spec_of(schedule: ScheduleRecord) -> CronSpec:
+    return CronSpec(schedule.cron_expression, schedule.timezone, schedule.jitter_seconds)
+
+
+def first_due_ms(schedule: ScheduleRecord, now_ms: int) -> int:
+    moment = to_datetime(now_ms)
+    assert moment is not None
+    return to_ms(next_fire(spec_of(schedule), moment, schedule_key=schedule.schedule_id))
+
+
+def instance_of(schedule: ScheduleRecord, due_ms: int, now_ms: int, partitions: int) -> NewTask:
+    task_id = new_id()
+    return NewTask(
+        task_id=task_id,
+        partition=partition_of(task_id, partitions),
+        task_type=schedule.task_type,
+        payload=schedule.payload,
+        schedule_type=ScheduleType.CRON,
+        due_ms=due_ms,
+        created_ms=now_ms,
+        options=schedule.options,
+        schedule_id=schedule.schedule_id,
+    )
+
+
+class CronResolver:
+    def __init__(
+        self,
+        *,
+        store: ScheduleStore,
+        tasks: TaskStore,
+        queue: ReadyQueue,
+        clock: Clock,
+        partitions: int,
+        on_created: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._tasks = tasks
+        self._queue = queue
+        self._clock = clock
+        self._partitions = partitions
+        self._on_created = on_created
+
+    async def on_triggered(self, instances: Sequence[tuple[Route, int]], now_ms: int) -> None:
+        try:
+            await self._advance(instances, now_ms)
+        except Exception:
+            # The instances stay pending in the store: the reconciling load finds them.
+            log.exception("advancing %d schedules failed", len(instances))
+
+    async def _advance(self, instances: Sequence[tuple[Route, int]], now_ms: int) -> None:
+        schedules = await self._store.schedules_of([route.seq for route, _ in instances])
+        busy = await self._still_running(schedules.values())
+        advances: list[tuple[ScheduleRecord, NewTask, int | None]] = []
+        released: list[ReadyItem] = []
+        for route, due_ms in instances:
+            item = ReadyItem(route.seq, route.queue, route.priority, due_ms, now_ms)
+            schedule = schedules.get(route.seq)
+            if schedule is None:
+                released.append(item)  # not current any more: the claim decides
+                continue
+            late = now_ms - due_ms > MISFIRE_GRACE_MS
+            misfire = MisfirePolicy(schedule.misfire_policy)
+            skip = (late and misfire is MisfirePolicy.SKIP) or (
+                schedule.overlap_policy == OverlapPolicy.SKIP and schedule.previous_seq in busy
+            )
+            # After downtime run once (or not at all), then carry on from now; RUN_ALL
+            # walks through every missed slot instead.
+            after = due_ms if not late or misfire is MisfirePolicy.RUN_ALL else now_ms
+            nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
+            advances.append((schedule, nxt, route.seq if skip else None))
+            if not skip:
+                released.append(item)
+        results = await self._store.advance_schedules(advances) if advances else []
+        lost = {
+            s.current_seq for (s, _, _), seq in zip(advances, results, strict=True) if seq is None
+        }
+        await self._queue.push([i for i in released if i.seq not in lost])
+        if advances:
+            self._on_created()
+
+    async def _still_running(self, schedules: Iterable[ScheduleRecord]) -> set[int]:
+        previous = [
+            s.previous_seq
+            for s in schedules
+            if s.overlap_policy == OverlapPolicy.SKIP and s.previous_seq is not None
+        ]
+        if not previous:
+            return set()
+        tasks = await self._tasks.get_tasks(previous)
+        return {t.seq for t in tasks if t.status in (Status.PENDING, Status.RUNNING)}

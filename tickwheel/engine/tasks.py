@@ -1,0 +1,251 @@
+"""The task service: submit, read, list and cancel tasks, whatever the deployment.
+
+A task is acknowledged only after the store has committed it; concurrent
+submissions share one commit (group commit), so durability costs one fsync per batch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tickwheel.clock import Clock
+from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
+from tickwheel.engine.batcher import Batcher
+from tickwheel.engine.schedules import first_due_ms, instance_of
+from tickwheel.errors import Conflict, InvalidRequest, TaskNotFound
+from tickwheel.ids import new_id, partition_of
+from tickwheel.models import (
+    ExecutionRecord,
+    NewTask,
+    ScheduleRecord,
+    ScheduleType,
+    Status,
+    TaskOptions,
+    TaskRecord,
+)
+from tickwheel.storage.base import Store, TaskFilter
+
+MAX_CANCEL_RACES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRequest:
+    type: ScheduleType
+    due_ms: int | None = None
+    delay_seconds: float | None = None
+    cron: CronSpec | None = None
+    misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    task_type: str
+    payload: Any = None
+    schedule: ScheduleRequest = field(
+        default_factory=lambda: ScheduleRequest(ScheduleType.IMMEDIATE)
+    )
+    options: TaskOptions = field(default_factory=TaskOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    task_id: str
+    status: Status
+    due_ms: int
+    schedule_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A task as users see it: its record with the derived `ready` state; for a cron
+    task, its schedule and the schedule's current instance."""
+
+    task_id: str
+    status: Status
+    record: TaskRecord | None
+    schedule: ScheduleRecord | None = None
+
+
+class TaskService:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        partitions: int,
+        on_committed: Callable[[], None] = lambda: None,
+        local_watermark: Callable[[int], int | None] = lambda _: None,
+        max_payload_bytes: int = 256 * 1024,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._partitions = partitions
+        self._on_committed = on_committed
+        self._local_watermark = local_watermark
+        self.max_payload_bytes = max_payload_bytes
+        self._inserts: Batcher[NewTask, int] = Batcher(store.insert_tasks)
+
+    # -- submit --------------------------------------------------------------
+
+    async def submit(self, request: TaskRequest) -> Submitted:
+        if request.schedule.type is ScheduleType.CRON:
+            return await self._submit_cron(request)
+        (submitted,) = await self.submit_many([request])
+        return submitted
+
+    async def submit_many(self, requests: Sequence[TaskRequest]) -> list[Submitted]:
+        """Commit one-off tasks together (a cron request here is an error)."""
+        now = self._clock.now_ms()
+        tasks = [self._new_task(r, now) for r in requests]
+        await self._inserts.submit_many(tasks)
+        self._on_committed()
+        return [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
+
+    def _new_task(self, request: TaskRequest, now_ms: int) -> NewTask:
+        self._check_payload(request.payload)
+        schedule = request.schedule
+        if schedule.type is ScheduleType.CRON:
+            raise InvalidRequest("schedule.type", "cron tasks are submitted one at a time")
+        due = now_ms
+        if schedule.type is ScheduleType.DELAYED:
+            if schedule.due_ms is not None:
+                due = schedule.due_ms
+            elif schedule.delay_seconds is not None:
+                due = now_ms + round(schedule.delay_seconds * 1000)
+            else:
+                raise InvalidRequest("schedule", "a delayed task needs due_time or delay_seconds")
+        task_id = new_id()
+        return NewTask(
+            task_id=task_id,
+            partition=partition_of(task_id, self._partitions),
+            task_type=request.task_type,
+            payload=request.payload,
+            schedule_type=schedule.type,
+            due_ms=due,
+            created_ms=now_ms,
+            options=request.options,
+        )
+
+    async def _submit_cron(self, request: TaskRequest) -> Submitted:
+        self._check_payload(request.payload)
+        cron = request.schedule.cron
+        if cron is None:
+            raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")
+        now = self._clock.now_ms()
+        schedule = ScheduleRecord(
+            schedule_id=new_id(),
+            task_type=request.task_type,
+            payload=request.payload,
+            options=request.options,
+            cron_expression=cron.expression,
+            timezone=cron.timezone,
+            jitter_seconds=cron.jitter_seconds,
+            misfire_policy=str(request.schedule.misfire),
+            overlap_policy=str(request.schedule.overlap),
+            status="active",
+            version=0,
+            current_seq=None,
+            previous_seq=None,
+            created_ms=now,
+        )
+        first = instance_of(schedule, first_due_ms(schedule, now), now, self._partitions)
+        await self._store.insert_schedule(schedule, first)
+        self._on_committed()
+        return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
+
+    def _check_payload(self, payload: Any) -> None:
+        size = len(json.dumps(payload).encode())
+        if size > self.max_payload_bytes:
+            raise InvalidRequest(
+                "payload", f"{size} bytes is more than the limit of {self.max_payload_bytes}"
+            )
+
+    # -- read ----------------------------------------------------------------
+
+    async def get(self, task_id: str) -> TaskView:
+        record = await self._store.get_task(task_id)
+        if record is not None:
+            return (await self._views([record]))[0]
+        schedule = await self._store.get_schedule(task_id)
+        if schedule is None:
+            raise TaskNotFound(f"no task has the id {task_id}")
+        current = None
+        if schedule.current_seq is not None:
+            found = await self._store.get_tasks([schedule.current_seq])
+            current = found[0] if found else None
+        if schedule.status == "cancelled" or current is None:
+            return TaskView(task_id, Status.CANCELLED, current, schedule)
+        view = (await self._views([current]))[0]
+        return replace(view, task_id=task_id, schedule=schedule)
+
+    async def list(
+        self, where: TaskFilter, *, before_seq: int | None, limit: int
+    ) -> list[TaskView]:
+        if Status.READY in where.statuses and Status.PENDING not in where.statuses:
+            where = replace(where, statuses=(*where.statuses, Status.PENDING))
+        records = await self._store.list_tasks(where, before_seq=before_seq, limit=limit)
+        views = await self._views(records)
+        if where.statuses:
+            views = [v for v in views if v.status in where.statuses]
+        return views
+
+    async def history(
+        self, task_id: str, *, before_id: int | None, limit: int
+    ) -> list[ExecutionRecord]:
+        record = await self._store.get_task(task_id)
+        if record is not None:
+            return await self._store.history(
+                task_seq=record.seq, schedule_id=None, before_id=before_id, limit=limit
+            )
+        if await self._store.get_schedule(task_id) is None:
+            raise TaskNotFound(f"no task has the id {task_id}")
+        return await self._store.history(
+            task_seq=None, schedule_id=task_id, before_id=before_id, limit=limit
+        )
+
+    async def _views(self, records: Sequence[TaskRecord]) -> list[TaskView]:
+        marks: dict[int, int] = {}
+        if any(r.status is Status.PENDING for r in records):
+            marks = await self._store.watermarks()
+        return [TaskView(r.task_id, self._derived_status(r, marks), r) for r in records]
+
+    def _derived_status(self, record: TaskRecord, marks: dict[int, int]) -> Status:
+        if record.status is not Status.PENDING:
+            return record.status
+        local = self._local_watermark(record.partition)
+        mark = local if local is not None else marks.get(record.partition, 0)
+        return Status.READY if record.due_ms <= mark else Status.PENDING
+
+    # -- cancel --------------------------------------------------------------
+
+    async def cancel(self, task_id: str) -> int:
+        """Cancel a task, or disable a cron schedule and cancel its pending instance.
+        Returns how many instances were cancelled."""
+        schedule = await self._store.get_schedule(task_id)
+        if schedule is not None:
+            await self._store.set_schedule_status(task_id, "cancelled")
+            if schedule.current_seq is None:
+                return 0
+            current = await self._store.get_tasks([schedule.current_seq])
+            return int(bool(current) and await self._cancel_record(current[0], quiet=True))
+        record = await self._store.get_task(task_id)
+        if record is None:
+            raise TaskNotFound(f"no task has the id {task_id}")
+        return int(await self._cancel_record(record, quiet=False))
+
+    async def _cancel_record(self, record: TaskRecord, *, quiet: bool) -> bool:
+        for _ in range(MAX_CANCEL_RACES):
+            if record.status.is_final:
+                if quiet:
+                    return False
+                raise Conflict(f"task {record.task_id} is already {record.status}")
+            if await self._store.cancel(record.seq, record.version, self._clock.now_ms()):
+                return True
+            fresh = await self._store.get_task(record.task_id)
+            assert fresh is not None
+            record = fresh
+        raise Conflict(f"task {record.task_id} kept changing; try again")

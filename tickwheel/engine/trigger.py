@@ -1,0 +1,189 @@
+"""The trigger engine: one timing wheel per owned partition, kept filled by the loader.
+
+Tasks due within the horizon live on the wheels; later ones stay only in the store
+and are loaded as the horizon advances (a range scan on (partition, due_time)).
+Tasks committed after a load with a due time already inside the loaded range are
+found by a scan of seqs above the last one seen, so inserts by other processes reach
+the wheels too. A tick releases exactly what is due, in due order, to the ready queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Iterable
+from operator import itemgetter
+from typing import Any
+
+from tickwheel.clock import Clock
+from tickwheel.core.wheel import TimingWheel
+from tickwheel.engine.routing import Route, RoutingKeys
+from tickwheel.models import WheelEntry
+from tickwheel.queue.base import ReadyItem, ReadyQueue
+from tickwheel.storage.base import DispatchStore
+
+log = logging.getLogger(__name__)
+
+CronHandler = Callable[[list[tuple[Route, int]], int], Coroutine[Any, Any, None]]
+
+
+class TriggerEngine:
+    def __init__(
+        self,
+        *,
+        store: DispatchStore,
+        queue: ReadyQueue,
+        clock: Clock,
+        on_cron: CronHandler,
+        horizon_seconds: float = 60.0,
+        load_interval_seconds: float = 1.0,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+        self._on_cron = on_cron
+        self._horizon_ms = round(horizon_seconds * 1000)
+        self._load_interval = load_interval_seconds
+        self._keys = RoutingKeys()
+        self._wheels: dict[int, TimingWheel] = {}
+        self._load_lock = asyncio.Lock()
+        self._loaded_until = clock.now_ms()
+        self._seq_seen = 0
+        self._wakeup = asyncio.Event()
+        self._load_now = asyncio.Event()
+        self._cron_tasks: set[asyncio.Task[None]] = set()
+        self.triggered_until = clock.now_ms()
+        self.released = 0
+
+    # -- ownership -----------------------------------------------------------
+
+    @property
+    def partitions(self) -> frozenset[int]:
+        return frozenset(self._wheels)
+
+    async def start(self) -> None:
+        self._seq_seen = await self._store.max_seq()
+
+    async def gain(self, partition: int) -> None:
+        """Own a partition: load everything pending in it up to the loaded horizon,
+        including what is overdue (a previous owner may have died before triggering it)."""
+        async with self._load_lock:
+            wheel = TimingWheel(self._clock.now_ms())
+            rows = await self._store.load_pending(
+                [partition], due_after=None, due_until=self._loaded_until
+            )
+            self._wheels[partition] = wheel
+            self._insert(rows)
+        log.info("partition %d gained: %d tasks loaded", partition, len(rows))
+
+    def lose(self, partition: int) -> None:
+        """Stop triggering a partition at once; its tasks stay in the store for the next owner."""
+        if self._wheels.pop(partition, None) is not None:
+            log.warning("partition %d lost: no longer triggered here", partition)
+
+    # -- entries -------------------------------------------------------------
+
+    def offer(self, entries: Iterable[WheelEntry]) -> None:
+        """Tasks this node just made pending (retries, expired leases): put those it owns
+        and that fall inside the loaded range on their wheel; the loader finds the rest."""
+        self._insert([e for e in entries if e.due_ms <= self._loaded_until])
+
+    def poke(self) -> None:
+        """New tasks were committed: look for them now instead of at the next load."""
+        self._load_now.set()
+
+    def _insert(self, rows: Iterable[WheelEntry]) -> None:
+        keys, wheels = self._keys, self._wheels
+        inserted = False
+        for row in rows:
+            wheel = wheels.get(row.partition)
+            if wheel is not None:
+                wheel.insert(keys.key(row.seq, row.queue, row.priority, row.is_cron), row.due_ms)
+                inserted = True
+        if inserted:
+            self._wakeup.set()
+
+    def size(self) -> int:
+        return sum(len(w) for w in self._wheels.values())
+
+    # -- the loader ----------------------------------------------------------
+
+    async def run_loader(self) -> None:
+        while True:
+            try:
+                await self.load_once()
+            except Exception:
+                log.exception("loading the wheels failed; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._load_now.wait(), self._load_interval)
+            self._load_now.clear()
+
+    async def load_once(self) -> None:
+        async with self._load_lock:
+            target = self._clock.now_ms() + self._horizon_ms
+            owned = list(self._wheels)
+            if not owned:
+                self._loaded_until = max(self._loaded_until, target)
+                return
+            mark = await self._store.max_seq()
+            rows = await self._store.load_pending(
+                owned, due_after=self._loaded_until, due_until=target
+            )
+            new = await self._store.load_pending(
+                owned, due_after=None, due_until=target, seq_after=self._seq_seen
+            )
+            in_range = {r.seq for r in rows}
+            self._insert(rows)
+            self._insert(r for r in new if r.seq not in in_range)
+            self._loaded_until = target
+            self._seq_seen = max([mark, self._seq_seen, *(r.seq for r in new)])
+
+    # -- the tick ------------------------------------------------------------
+
+    async def run_trigger(self, max_sleep_seconds: float = 0.25) -> None:
+        while True:
+            now = self._clock.now_ms()
+            await self.tick(now)
+            next_due = min(
+                (d for w in self._wheels.values() if (d := w.next_due_ms()) is not None),
+                default=None,
+            )
+            sleep = max_sleep_seconds
+            if next_due is not None:
+                sleep = min(sleep, max(0.0, (next_due - self._clock.now_ms()) / 1000))
+            self._wakeup.clear()
+            if sleep > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), sleep)
+            else:
+                await asyncio.sleep(0)
+
+    async def tick(self, now_ms: int) -> int:
+        """Release every task due at `now_ms` to the ready queue, in due order."""
+        due: list[tuple[int, int]] = []
+        for wheel in self._wheels.values():
+            due.extend(wheel.pop_due(now_ms))
+        self.triggered_until = now_ms
+        if not due:
+            return 0
+        if len(self._wheels) > 1:
+            due.sort(key=itemgetter(1))  # merge the partitions' runs, each already sorted
+        route = self._keys.route
+        items: list[ReadyItem] = []
+        cron: list[tuple[Route, int]] = []
+        for key, due_ms in due:
+            r = route(key)
+            if r.is_cron:
+                cron.append((r, due_ms))
+            else:
+                items.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, now_ms))
+        await self._queue.push(items)
+        if cron:
+            # Cron instances wait for their schedule to advance (and for the overlap
+            # check) before they reach the queue; the rest of the tick does not wait.
+            task = asyncio.create_task(self._on_cron(cron, now_ms))
+            self._cron_tasks.add(task)
+            task.add_done_callback(self._cron_tasks.discard)
+        self.released += len(due)
+        return len(due)

@@ -1,0 +1,33 @@
+"""The ready queue: where due tasks wait for a worker to pull them.
+
+It holds no truth. Everything in it can be rebuilt from the store, so losing it
+delays tasks but loses none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import NamedTuple, Protocol
+
+
+class ReadyItem(NamedTuple):
+    seq: int
+    queue: str
+    priority: int
+    due_ms: int
+    triggered_ms: int
+
+
+class ReadyQueue(Protocol):
+    async def push(self, items: Sequence[ReadyItem]) -> None:
+        """Add due tasks; within a priority they leave in the order pushed."""
+        ...
+
+    async def pull(
+        self, queues: Collection[str], *, limit: int, wait_seconds: float
+    ) -> list[ReadyItem]:
+        """Up to `limit` items from `queues`, highest priority first; waits up to
+        `wait_seconds` for the first one."""
+        ...
+
+    def depth(self) -> dict[str, int]: ...
