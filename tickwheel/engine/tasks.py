@@ -182,7 +182,7 @@ class TaskService:
         view = (await self._views([current]))[0]
         return replace(view, task_id=task_id, schedule=schedule)
 
-    async def list(
+    async def list_tasks(
         self, where: TaskFilter, *, before_seq: int | None, limit: int
     ) -> list[TaskView]:
         if Status.READY in where.statuses and Status.PENDING not in where.statuses:
