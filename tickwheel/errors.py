@@ -33,3 +33,7 @@ class Conflict(TickwheelError):
 
 class StoreUnavailable(TickwheelError):
     """The store cannot be reached."""
+
+
+class PermanentFailure(TickwheelError):
+    """The task failed in a way no retry can fix."""

@@ -20,6 +20,9 @@ neither its minute nor its hour field starts with ``*`` (``30 2 * * *``,
 - Fall back, wildcard: real elapsed time through both copies of the hour
   (``*/15 * * * *`` fires at 01:00, 01:15, ... EDT, then again 01:00, ... EST).
 
+Known limit: cronsim assumes whole-hour DST shifts, so in Australia/Lord_Howe (30
+minutes) wildcard jobs can skip instances around its transitions.
+
 Jitter shifts a whole schedule by a stable per-schedule offset, so every schedule keeps
 its exact period. After downtime, the fire times that fell in ``(last_due, now]`` were
 missed and :class:`MisfirePolicy` decides which of them run.
@@ -190,7 +193,7 @@ def _check_fields(text: str) -> None:
     except CronSimError as exc:
         raise InvalidCronExpression(f"{text!r}: {_explain(parts, exc)}") from None
     except StopIteration:
-        # cronsim accepts some never-matching combinations, e.g. "* * 1 4 5L".
+        # cronsim accepts some never-matching combinations, e.g. "* * */10 4 5L".
         raise InvalidCronExpression(f"{text!r} never fires: no date matches all fields") from None
 
 

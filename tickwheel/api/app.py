@@ -1,0 +1,42 @@
+"""The ASGI application: the API of one node, with its state on the app instance."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp
+
+from tickwheel.api import errors
+from tickwheel.api.limits import BodyLimit
+from tickwheel.api.routes import router
+from tickwheel.engine.node import Node
+
+# Room for the rest of a task body around the largest payload.
+BODY_OVERHEAD_BYTES = 64 * 1024
+
+
+def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
+    """The API for `node`; with `manage_node` the app starts and stops the node itself."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if manage_node:
+            await node.start()
+        try:
+            yield
+        finally:
+            if manage_node:
+                await node.stop()
+
+    app = FastAPI(
+        title="Tickwheel",
+        version="0.1.0",
+        description="A job scheduler on a hierarchical timing wheel.",
+        lifespan=lifespan,
+    )
+    app.state.node = node
+    errors.install(app)
+    app.include_router(router)
+    return BodyLimit(app, max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES)

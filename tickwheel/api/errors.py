@@ -1,0 +1,63 @@
+"""Maps errors to HTTP answers: 4xx JSON naming the field at fault, never a bare 500."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from tickwheel.errors import Conflict, InvalidRequest, StaleFence, TaskNotFound, TickwheelError
+
+log = logging.getLogger(__name__)
+
+
+def error_body(error: str, message: str, field: str | None = None) -> dict[str, str | None]:
+    return {"error": error, "message": message, "field": field}
+
+
+def _field_of(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    problems = exc.errors()
+    first = problems[0] if problems else {"loc": ("body",), "msg": "invalid"}
+    field = _field_of(tuple(first.get("loc", ())))
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    body = error_body("invalid_request", f"{field}: {message}", field)
+    body["problems"] = [  # type: ignore[assignment]
+        {"field": _field_of(tuple(p.get("loc", ()))), "message": p.get("msg")} for p in problems
+    ]
+    return JSONResponse(body, status_code=422)
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InvalidRequest)
+    status = 413 if exc.field == "payload" and "limit" in exc.reason else 422
+    return JSONResponse(error_body("invalid_request", str(exc), exc.field), status_code=status)
+
+
+async def _not_found(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(error_body("not_found", str(exc)), status_code=404)
+
+
+async def _conflict(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(error_body("conflict", str(exc)), status_code=409)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    status = 503 if isinstance(exc, TickwheelError | OSError) else 500
+    return JSONResponse(error_body("internal", "the server could not do this"), status_code=status)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(InvalidRequest, _invalid)
+    app.add_exception_handler(TaskNotFound, _not_found)
+    app.add_exception_handler(Conflict, _conflict)
+    app.add_exception_handler(StaleFence, _conflict)
+    app.add_exception_handler(Exception, _unexpected)

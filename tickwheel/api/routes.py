@@ -1,0 +1,126 @@
+"""The task routes of seed 002 section 9: submit, read, list, history, cancel."""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from tickwheel.api import views
+from tickwheel.api.schemas import (
+    CancelledOut,
+    ErrorOut,
+    HealthOut,
+    HistoryPage,
+    SubmittedOut,
+    TaskIn,
+    TaskOut,
+    TaskPage,
+)
+from tickwheel.clock import to_datetime
+from tickwheel.engine.node import Node
+from tickwheel.errors import InvalidRequest
+from tickwheel.models import Status
+from tickwheel.storage.base import TaskFilter
+
+router = APIRouter()
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No task has this id"},
+    409: {"model": ErrorOut, "description": "The task's state does not allow this"},
+    413: {"model": ErrorOut, "description": "The body or payload is too large"},
+    422: {"model": ErrorOut, "description": "Invalid input; `field` names what is at fault"},
+}
+MAX_PAGE = 500
+
+
+def node_of(request: Request) -> Node:
+    node: Node = request.app.state.node
+    return node
+
+
+@router.post("/api/tasks", status_code=201, response_model=SubmittedOut, responses=ERRORS)
+async def submit_task(body: TaskIn, request: Request) -> SubmittedOut:
+    node = node_of(request)
+    submitted = await node.service.submit(views.task_request(body, node))
+    due = to_datetime(submitted.due_ms)
+    assert due is not None
+    return SubmittedOut(
+        task_id=submitted.task_id,
+        status=str(submitted.status),
+        due_time=due,
+        schedule_id=submitted.schedule_id,
+    )
+
+
+@router.get("/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
+async def get_task(task_id: str, request: Request) -> TaskOut:
+    return views.task_out(await node_of(request).service.get(task_id))
+
+
+@router.delete("/api/tasks/{task_id}", response_model=CancelledOut, responses=ERRORS)
+async def cancel_task(task_id: str, request: Request) -> CancelledOut:
+    count = await node_of(request).service.cancel(task_id)
+    return CancelledOut(ok=True, cancelled_instances=count)
+
+
+@router.get("/api/tasks/{task_id}/history", response_model=HistoryPage, responses=ERRORS)
+async def task_history(
+    task_id: str,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+    next_token: Annotated[str | None, Query(max_length=64)] = None,
+) -> HistoryPage:
+    before = decode_token(next_token)
+    rows = await node_of(request).service.history(task_id, before_id=before, limit=limit)
+    token = encode_token(rows[-1].id) if len(rows) == limit else None
+    return HistoryPage(executions=[views.execution_out(r) for r in rows], next_token=token)
+
+
+@router.get("/api/tasks", response_model=TaskPage, responses=ERRORS)
+async def list_tasks(
+    request: Request,
+    status: Annotated[list[Status] | None, Query(max_length=8)] = None,
+    task_type: Annotated[str | None, Query(max_length=128)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    next_token: Annotated[str | None, Query(max_length=64)] = None,
+) -> TaskPage:
+    where = TaskFilter(statuses=tuple(status or ()), task_type=task_type)
+    found = await node_of(request).service.list_tasks(
+        where, before_seq=decode_token(next_token), limit=limit
+    )
+    token = None
+    if len(found) == limit and found[-1].record is not None:
+        token = encode_token(found[-1].record.seq)
+    return TaskPage(tasks=[views.task_out(v) for v in found], next_token=token)
+
+
+@router.get("/healthz", response_model=HealthOut)
+async def health(request: Request) -> HealthOut:
+    node = node_of(request)
+    return HealthOut(
+        ok=True,
+        node_id=node.node_id,
+        partitions_owned=len(node.leases.held),
+        wheel_size=node.trigger.size(),
+        ready=node.queue.depth(),
+        inflight=node.worker.inflight,
+    )
+
+
+def encode_token(position: int) -> str:
+    return base64.urlsafe_b64encode(f"v1:{position}".encode()).decode().rstrip("=")
+
+
+def decode_token(token: str | None) -> int | None:
+    """Tokens are opaque to clients; anything we did not issue is a 422."""
+    if token is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        prefix, _, number = text.partition(":")
+        if prefix == "v1" and number.isdigit() and len(number) < 19:
+            return int(number)
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise InvalidRequest("next_token", "not a token this server issued")

@@ -1,0 +1,169 @@
+"""Request and response bodies of the HTTP API, validated at the edge.
+
+Every limit a client controls is stated here, so bad input is a 4xx naming its field
+and never reaches the engine.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tickwheel.core import cron
+from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
+
+TEN_YEARS = 10 * 366 * 86400.0
+NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetryBackoffIn(Strict):
+    base_seconds: float = Field(1.0, gt=0, le=86400)
+    max_seconds: float = Field(300.0, gt=0, le=7 * 86400)
+
+    @model_validator(mode="after")
+    def _cap_not_below_base(self) -> RetryBackoffIn:
+        if self.max_seconds < self.base_seconds:
+            raise ValueError("max_seconds must be at least base_seconds")
+        return self
+
+
+class ScheduleIn(Strict):
+    type: Literal["immediate", "delayed", "cron"] = "immediate"
+    due_time: AwareDatetime | None = None
+    delay_seconds: float | None = Field(None, ge=0, le=TEN_YEARS)
+    cron_expression: str | None = Field(None, max_length=256)
+    timezone: str = Field("UTC", max_length=64)
+    jitter_seconds: int = Field(0, ge=0, le=86400)
+    misfire_policy: cron.MisfirePolicy = cron.MisfirePolicy.RUN_ONCE
+    overlap_policy: cron.OverlapPolicy = cron.OverlapPolicy.ALLOW
+
+    @field_validator("cron_expression")
+    @classmethod
+    def _valid_expression(cls, value: str | None) -> str | None:
+        if value is not None:
+            cron.validate(value, "UTC")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str) -> str:
+        cron.validate("* * * * *", value)
+        return value
+
+    @model_validator(mode="after")
+    def _fields_match_type(self) -> ScheduleIn:
+        if self.type == "cron" and self.cron_expression is None:
+            raise ValueError("a cron schedule needs cron_expression")
+        if self.type != "cron" and self.cron_expression is not None:
+            raise ValueError("cron_expression is only for type cron")
+        if self.type == "delayed" and (self.due_time is None) == (self.delay_seconds is None):
+            raise ValueError("a delayed schedule needs exactly one of due_time and delay_seconds")
+        if self.type != "delayed" and (self.due_time or self.delay_seconds is not None):
+            raise ValueError("due_time and delay_seconds are only for type delayed")
+        return self
+
+
+class TaskIn(Strict):
+    task_type: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
+    payload: Any = None
+    schedule: ScheduleIn = Field(default_factory=lambda: ScheduleIn())
+    max_retries: int | None = Field(None, ge=0, le=100)
+    retry_backoff: RetryBackoffIn | None = None
+    priority: int | None = Field(None, ge=PRIORITY_MIN, le=PRIORITY_MAX)
+    queue: str | None = Field(None, min_length=1, max_length=64, pattern=NAME_PATTERN)
+    timeout_seconds: float | None = Field(None, gt=0, le=86400)
+
+
+class SubmittedOut(BaseModel):
+    task_id: str
+    status: str
+    due_time: datetime
+    schedule_id: str | None = None
+
+
+class ScheduleOut(BaseModel):
+    type: str
+    schedule_id: str | None = None
+    cron_expression: str | None = None
+    timezone: str | None = None
+    jitter_seconds: int | None = None
+    misfire_policy: str | None = None
+    overlap_policy: str | None = None
+    schedule_status: str | None = None
+
+
+class RetryBackoffOut(BaseModel):
+    base_seconds: float
+    max_seconds: float
+
+
+class TaskOut(BaseModel):
+    task_id: str
+    task_type: str
+    status: str
+    payload: Any
+    schedule: ScheduleOut
+    queue: str
+    priority: int
+    max_retries: int
+    retry_backoff: RetryBackoffOut
+    timeout_seconds: float | None
+    attempts: int
+    fence: int
+    due_time: datetime | None
+    created_at: datetime
+    triggered_at: datetime | None
+    started_at: datetime | None
+    completed_at: datetime | None
+    lease_expires_at: datetime | None
+    worker_id: str | None
+    last_error: str | None
+    current_instance_id: str | None = None
+
+
+class TaskPage(BaseModel):
+    tasks: list[TaskOut]
+    next_token: str | None
+
+
+class ExecutionOut(BaseModel):
+    execution_id: int
+    task_id: str
+    attempt: int
+    fence: int
+    worker_id: str | None
+    started_at: datetime
+    ended_at: datetime
+    outcome: str
+    error: str | None
+
+
+class HistoryPage(BaseModel):
+    executions: list[ExecutionOut]
+    next_token: str | None
+
+
+class CancelledOut(BaseModel):
+    ok: bool
+    cancelled_instances: int
+
+
+class ErrorOut(BaseModel):
+    error: str
+    message: str
+    field: str | None = None
+
+
+class HealthOut(BaseModel):
+    ok: bool
+    node_id: str
+    partitions_owned: int
+    wheel_size: int
+    ready: dict[str, int]
+    inflight: int

@@ -1,0 +1,106 @@
+"""Converts between API bodies and engine records."""
+
+from __future__ import annotations
+
+from tickwheel.api.schemas import (
+    ExecutionOut,
+    RetryBackoffOut,
+    ScheduleOut,
+    TaskIn,
+    TaskOut,
+)
+from tickwheel.clock import to_datetime, to_ms
+from tickwheel.core.cron import CronSpec
+from tickwheel.engine.node import Node
+from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskView
+from tickwheel.errors import InvalidRequest
+from tickwheel.models import ExecutionRecord, ScheduleType
+
+
+def task_request(body: TaskIn, node: Node) -> TaskRequest:
+    kind = node.app.get(body.task_type)
+    if kind is not None and kind.check_payload is not None:
+        kind.check_payload(body.payload)
+    backoff = body.retry_backoff
+    options = node.default_options(
+        body.task_type,
+        queue=body.queue,
+        priority=body.priority,
+        max_retries=body.max_retries,
+        backoff_base_seconds=backoff.base_seconds if backoff else None,
+        backoff_max_seconds=backoff.max_seconds if backoff else None,
+        timeout_seconds=body.timeout_seconds,
+    )
+    if options.backoff_max_seconds < options.backoff_base_seconds:
+        raise InvalidRequest("retry_backoff.max_seconds", "must be at least base_seconds")
+    s = body.schedule
+    schedule = ScheduleRequest(
+        type=ScheduleType(s.type),
+        due_ms=to_ms(s.due_time) if s.due_time else None,
+        delay_seconds=s.delay_seconds,
+        cron=CronSpec(s.cron_expression, s.timezone, s.jitter_seconds)
+        if s.cron_expression
+        else None,
+        misfire=s.misfire_policy,
+        overlap=s.overlap_policy,
+    )
+    return TaskRequest(body.task_type, body.payload, schedule, options)
+
+
+def task_out(view: TaskView) -> TaskOut:
+    r, s = view.record, view.schedule
+    if r is None:
+        raise LookupError(view.task_id)
+    o = r.options
+    created = to_datetime(s.created_ms if s else r.created_ms)
+    assert created is not None
+    return TaskOut(
+        task_id=view.task_id,
+        task_type=r.task_type,
+        status=str(view.status),
+        payload=r.payload,
+        schedule=ScheduleOut(
+            type=str(r.schedule_type),
+            schedule_id=r.schedule_id,
+            cron_expression=s.cron_expression if s else None,
+            timezone=s.timezone if s else None,
+            jitter_seconds=s.jitter_seconds if s else None,
+            misfire_policy=s.misfire_policy if s else None,
+            overlap_policy=s.overlap_policy if s else None,
+            schedule_status=s.status if s else None,
+        ),
+        queue=o.queue,
+        priority=o.priority,
+        max_retries=o.max_retries,
+        retry_backoff=RetryBackoffOut(
+            base_seconds=o.backoff_base_seconds, max_seconds=o.backoff_max_seconds
+        ),
+        timeout_seconds=o.timeout_seconds,
+        attempts=r.attempts,
+        fence=r.version,
+        due_time=to_datetime(r.due_ms),
+        created_at=created,
+        triggered_at=to_datetime(r.triggered_ms),
+        started_at=to_datetime(r.started_ms),
+        completed_at=to_datetime(r.completed_ms),
+        lease_expires_at=to_datetime(r.lease_expires_ms),
+        worker_id=r.worker_id,
+        last_error=r.last_error,
+        current_instance_id=r.task_id if s else None,
+    )
+
+
+def execution_out(e: ExecutionRecord) -> ExecutionOut:
+    started, ended = to_datetime(e.started_ms), to_datetime(e.ended_ms)
+    assert started is not None and ended is not None
+    return ExecutionOut(
+        execution_id=e.id,
+        task_id=e.task_id,
+        attempt=e.attempt,
+        fence=e.fence,
+        worker_id=e.worker_id,
+        started_at=started,
+        ended_at=ended,
+        outcome=str(e.outcome),
+        error=e.error,
+    )

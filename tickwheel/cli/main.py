@@ -1,0 +1,20 @@
+"""The `tickwheel` command."""
+
+from __future__ import annotations
+
+import typer
+
+from tickwheel.cli import tasks, up
+
+cli = typer.Typer(
+    name="tickwheel",
+    help="Tickwheel: a job scheduler on a hierarchical timing wheel.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+cli.command("up")(up.up)
+tasks.register(cli)
+
+
+def main() -> None:
+    cli()

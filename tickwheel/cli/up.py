@@ -1,0 +1,83 @@
+"""`tickwheel up`: API, scheduler and workers in one process on an SQLite file."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from tickwheel.api.app import create_app
+from tickwheel.config import Settings, env
+from tickwheel.engine.node import Node
+from tickwheel.worker.registry import App
+
+
+def up(
+    host: Annotated[str, typer.Option(envvar=env("host"), help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar=env("port"), help="Port to bind.")] = 8700,
+    database_url: Annotated[
+        str, typer.Option(envvar=env("database_url"), help="Where tasks are stored.")
+    ] = "sqlite:///./tickwheel.db",
+    app: Annotated[
+        str | None,
+        typer.Option(envvar=env("app"), help="MODULE or MODULE:ATTR holding your tickwheel.App."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(envvar=env("concurrency"), min=1, max=10_000, help="Tasks run at once.")
+    ] = 64,
+    queues: Annotated[
+        str, typer.Option(envvar=env("queues"), help="Comma-separated queues this worker pulls.")
+    ] = "default",
+    partitions: Annotated[
+        int,
+        typer.Option(envvar=env("partitions"), min=1, max=4096, help="Partitions of a new store."),
+    ] = 16,
+    log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
+) -> None:
+    """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = Settings(
+        host=host,
+        port=port,
+        database_url=database_url,
+        app=app,
+        concurrency=concurrency,
+        queues=tuple(q.strip() for q in queues.split(",") if q.strip()),
+        partitions=partitions,
+    )
+    node = Node(settings=settings, app=load_app(app) if app else None)
+    config = uvicorn.Config(
+        create_app(node),
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        access_log=False,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+    )
+    typer.echo(f"Tickwheel listening on http://{host}:{port} (store: {database_url})")
+    uvicorn.Server(config).run()
+
+
+def load_app(spec: str) -> App:
+    """Import `module` or `module:attr` (default attr `app`), looking in the current folder too."""
+    module_name, _, attr = spec.partition(":")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        message = f"cannot import {module_name!r}: {error}"
+        raise typer.BadParameter(message, param_hint="--app") from None
+    found = getattr(module, attr or "app", None)
+    if not isinstance(found, App):
+        raise typer.BadParameter(
+            f"{spec!r} does not name a tickwheel.App (set MODULE:ATTR)", param_hint="--app"
+        )
+    return found

@@ -1,0 +1,196 @@
+"""The composition root: wires a store, a ready queue, the engine and a worker.
+
+`tickwheel up` runs one `Node` with everything in one process. The same parts run
+apart in distributed mode; only the store and queue implementations differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from types import TracebackType
+from typing import Any
+
+from tickwheel.clock import Clock, SystemClock
+from tickwheel.config import Settings
+from tickwheel.core.cron import CronSpec
+from tickwheel.engine.dispatch import Dispatcher
+from tickwheel.engine.leases import PartitionLeases
+from tickwheel.engine.reaper import Reaper
+from tickwheel.engine.schedules import CronResolver
+from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
+from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.models import ScheduleType, TaskOptions
+from tickwheel.queue.memory import MemoryReadyQueue
+from tickwheel.storage.base import Store
+from tickwheel.storage.factory import open_store
+from tickwheel.worker.builtin import HttpCaller, builtin_app
+from tickwheel.worker.registry import App
+from tickwheel.worker.runner import Worker, default_worker_id
+
+log = logging.getLogger(__name__)
+
+
+class Node:
+    """An embedded Tickwheel: scheduler, ready queue and worker in this process."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings | None = None,
+        app: App | None = None,
+        clock: Clock | None = None,
+        run_worker: bool = True,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.clock = clock or SystemClock()
+        self._user_app = app or App()
+        self._run_worker = run_worker
+        self._loops: list[asyncio.Task[None]] = []
+        self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
+
+    async def start(self) -> None:
+        s = self.settings
+        self.store: Store = await open_store(s.database_url, partitions=s.partitions)
+        partitions = await self.store.partitions()
+        self.queue = MemoryReadyQueue()
+        self.trigger = TriggerEngine(
+            store=self.store,
+            queue=self.queue,
+            clock=self.clock,
+            on_cron=self._on_cron,
+            horizon_seconds=s.horizon_seconds,
+        )
+        self.cron = CronResolver(
+            store=self.store,
+            tasks=self.store,
+            queue=self.queue,
+            clock=self.clock,
+            partitions=partitions,
+            on_created=self.trigger.poke,
+        )
+        self.leases = PartitionLeases(
+            store=self.store,
+            trigger=self.trigger,
+            clock=self.clock,
+            node_id=self.node_id,
+            ttl_seconds=s.partition_lease_seconds,
+        )
+        self.dispatcher = Dispatcher(
+            store=self.store,
+            trigger=self.trigger,
+            clock=self.clock,
+            partitions=partitions,
+            lease_seconds=s.lease_seconds,
+        )
+        self.reaper = Reaper(
+            store=self.store, dispatcher=self.dispatcher, trigger=self.trigger, clock=self.clock
+        )
+        self.service = TaskService(
+            store=self.store,
+            clock=self.clock,
+            partitions=partitions,
+            on_committed=self.trigger.poke,
+            local_watermark=self._local_watermark,
+            max_payload_bytes=s.max_payload_bytes,
+        )
+        self._http = HttpCaller()
+        self.app = builtin_app(self._http).merged(self._user_app)
+        self.worker = Worker(
+            app=self.app,
+            dispatcher=self.dispatcher,
+            queue=self.queue,
+            worker_id=self.node_id,
+            queues=s.queues,
+            concurrency=s.concurrency,
+        )
+        await self.trigger.start()
+        await self.leases.renew()
+        await self.trigger.load_once()
+        self._spawn(self.trigger.run_loader(), self.trigger.run_trigger(), self.leases.run())
+        self._spawn(self.reaper.run())
+        if self._run_worker:
+            self._spawn(self.worker.run())
+        log.info(
+            "node %s started: %d of %d partitions", self.node_id, len(self.leases.held), partitions
+        )
+
+    def _spawn(self, *loops: Any) -> None:
+        self._loops.extend(asyncio.create_task(loop) for loop in loops)
+
+    async def _on_cron(self, instances: Any, now_ms: int) -> None:
+        await self.cron.on_triggered(instances, now_ms)
+
+    def _local_watermark(self, partition: int) -> int | None:
+        return self.trigger.triggered_until if partition in self.trigger.partitions else None
+
+    async def stop(self) -> None:
+        """Graceful: stop pulling, finish in-flight work within the grace period, give up
+        the partitions so another node can take them at once, close the store."""
+        if self._run_worker:
+            await self.worker.stop(self.settings.shutdown_grace_seconds)
+        for loop in self._loops:
+            loop.cancel()
+        for loop in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
+        self._loops.clear()
+        with contextlib.suppress(Exception):
+            await self.leases.release_all()
+        await self._http.aclose()
+        await self.store.close()
+
+    async def __aenter__(self) -> Node:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- the Python face of submission ---------------------------------------
+
+    async def submit(
+        self,
+        task_type: str,
+        payload: Any = None,
+        *,
+        delay_seconds: float | None = None,
+        due_ms: int | None = None,
+        cron: str | None = None,
+        timezone: str = "UTC",
+        jitter_seconds: int = 0,
+        options: TaskOptions | None = None,
+    ) -> Submitted:
+        if cron is not None:
+            schedule = ScheduleRequest(
+                ScheduleType.CRON, cron=CronSpec(cron, timezone, jitter_seconds)
+            )
+        elif delay_seconds is not None or due_ms is not None:
+            schedule = ScheduleRequest(
+                ScheduleType.DELAYED, due_ms=due_ms, delay_seconds=delay_seconds
+            )
+        else:
+            schedule = ScheduleRequest(ScheduleType.IMMEDIATE)
+        return await self.service.submit(
+            TaskRequest(task_type, payload, schedule, options or self.default_options(task_type))
+        )
+
+    def default_options(self, task_type: str, **given: Any) -> TaskOptions:
+        """A task's options: what it sets, else its type's defaults, else Tickwheel's."""
+        kind = self.app.get(task_type) if hasattr(self, "app") else self._user_app.get(task_type)
+        defaults: dict[str, Any] = {}
+        if kind is not None:
+            for name in ("max_retries", "backoff_base_seconds", "backoff_max_seconds"):
+                if getattr(kind, name) is not None:
+                    defaults[name] = getattr(kind, name)
+            if kind.timeout_seconds is not None:
+                defaults["timeout_seconds"] = kind.timeout_seconds
+        defaults.update({k: v for k, v in given.items() if v is not None})
+        return TaskOptions(**defaults)

@@ -1,0 +1,26 @@
+"""Opens the store named by a URL. The only place that knows every backend."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from tickwheel.storage.base import Store
+
+
+async def open_store(url: str, *, partitions: int) -> Store:
+    scheme = urlsplit(url).scheme
+    if scheme == "sqlite":
+        from tickwheel.storage.sqlite.store import SqliteStore
+
+        store = SqliteStore(sqlite_path(url), partitions=partitions)
+        await store.open()
+        return store
+    raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:///PATH")
+
+
+def sqlite_path(url: str) -> str:
+    """sqlite:///relative.db, sqlite:////absolute.db, or sqlite:///:memory: (tests)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or len(url) == len(prefix):
+        raise ValueError("an SQLite URL looks like sqlite:///./tickwheel.db")
+    return url[len(prefix) :]

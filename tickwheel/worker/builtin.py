@@ -1,0 +1,89 @@
+"""Task types that need no code: `noop` and `http`."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from tickwheel.errors import InvalidRequest, PermanentFailure
+from tickwheel.worker.context import TaskContext
+from tickwheel.worker.registry import App
+
+METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
+RETRYABLE_STATUS = {408, 429}
+MAX_HTTP_TIMEOUT = 3600.0
+DEFAULT_HTTP_TIMEOUT = 30.0
+
+builtins = App()
+
+
+@builtins.task("noop")
+async def noop(ctx: TaskContext, payload: Any) -> None:
+    """Does nothing: for tests, benchmarks and health checks of the pipeline."""
+
+
+def check_http_payload(payload: Any) -> None:
+    if not isinstance(payload, dict):
+        raise InvalidRequest("payload", "an http task's payload is an object with a url")
+    url = payload.get("url")
+    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+        raise InvalidRequest("payload.url", "an absolute http:// or https:// URL is required")
+    if not urlsplit(url).hostname:
+        raise InvalidRequest("payload.url", "the URL has no host")
+    method = payload.get("method", "POST")
+    if not isinstance(method, str) or method.upper() not in METHODS:
+        raise InvalidRequest("payload.method", f"one of {', '.join(sorted(METHODS))}")
+    headers = payload.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise InvalidRequest("payload.headers", "an object of string header values")
+    timeout = payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT)
+    if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_HTTP_TIMEOUT:
+        raise InvalidRequest("payload.timeout_seconds", f"a number in (0, {MAX_HTTP_TIMEOUT}]")
+
+
+class HttpCaller:
+    """One connection pool shared by every http task of a worker."""
+
+    def __init__(self) -> None:
+        self._client = httpx.AsyncClient(
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        )
+
+    async def __call__(self, ctx: TaskContext, payload: dict[str, Any]) -> None:
+        body = payload.get("body")
+        request = self._client.build_request(
+            payload.get("method", "POST").upper(),
+            payload["url"],
+            headers={
+                **payload.get("headers", {}),
+                "X-Tickwheel-Task-Id": ctx.task_id,
+                "X-Tickwheel-Attempt": str(ctx.attempt),
+                "Idempotency-Key": ctx.idempotency_key,
+            },
+            json=body if isinstance(body, dict | list) else None,
+            content=body if isinstance(body, str) else None,
+            timeout=payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT),
+        )
+        response = await self._client.send(request)  # network errors propagate: retried
+        await response.aclose()
+        status = response.status_code
+        if 200 <= status < 300:
+            return
+        message = f"HTTP {status} from {payload['url']}"
+        if status >= 500 or status in RETRYABLE_STATUS:
+            raise RuntimeError(message)
+        raise PermanentFailure(message)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def builtin_app(caller: HttpCaller) -> App:
+    app = App(dict(builtins.types))
+    app.task("http", check_payload=check_http_payload)(caller)
+    return app

@@ -1,0 +1,79 @@
+"""Task handlers, registered with a decorator on an `App` that needs no connection.
+
+An `App` is bound to a worker later (`tickwheel up --app module:app`), so importing
+a module of handlers never connects to anything.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tickwheel.worker.context import TaskContext
+
+Handler = Callable[[TaskContext, Any], Any]
+PayloadCheck = Callable[[Any], None]
+F = TypeVar("F", bound=Handler)
+
+TASK_TYPE = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskType:
+    name: str
+    handler: Handler
+    is_async: bool
+    max_retries: int | None = None
+    backoff_base_seconds: float | None = None
+    backoff_max_seconds: float | None = None
+    timeout_seconds: float | None = None
+    check_payload: PayloadCheck | None = None
+
+
+@dataclass
+class App:
+    """A registry of task handlers."""
+
+    types: dict[str, TaskType] = field(default_factory=dict)
+
+    def task(
+        self,
+        name: str | None = None,
+        *,
+        max_retries: int | None = None,
+        retry_backoff: tuple[float, float] | None = None,
+        timeout_seconds: float | None = None,
+        check_payload: PayloadCheck | None = None,
+    ) -> Callable[[F], F]:
+        """Register a handler `fn(ctx, payload)`; plain functions run in a thread pool.
+
+        `retry_backoff` is (base_seconds, max_seconds); these are the defaults for tasks
+        of this type that do not set their own."""
+
+        def register(fn: F) -> F:
+            type_name = name or f"{fn.__module__}.{fn.__qualname__}"
+            if not TASK_TYPE.match(type_name):
+                raise ValueError(f"task type {type_name!r} must match {TASK_TYPE.pattern}")
+            base, cap = retry_backoff or (None, None)
+            self.types[type_name] = TaskType(
+                name=type_name,
+                handler=fn,
+                is_async=inspect.iscoroutinefunction(fn),
+                max_retries=max_retries,
+                backoff_base_seconds=base,
+                backoff_max_seconds=cap,
+                timeout_seconds=timeout_seconds,
+                check_payload=check_payload,
+            )
+            return fn
+
+        return register
+
+    def get(self, name: str) -> TaskType | None:
+        return self.types.get(name)
+
+    def merged(self, other: App) -> App:
+        return App({**self.types, **other.types})

@@ -1,0 +1,200 @@
+"""The worker: pulls due tasks, claims them in batches, runs handlers under a lease.
+
+Pull and claim are batched (one store write claims a whole batch), heartbeats extend
+every in-flight lease in one write, and ends of attempts are group-committed by the
+dispatcher. A heartbeat that finds a stale fence (the task was cancelled or its lease
+taken over) stops that handler: its result would be refused anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tickwheel.clock import to_datetime
+from tickwheel.engine.dispatch import Dispatcher
+from tickwheel.errors import PermanentFailure
+from tickwheel.models import ClaimedTask, Outcome
+from tickwheel.queue.base import ReadyQueue
+from tickwheel.worker.context import TaskContext
+from tickwheel.worker.registry import App
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 4000
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Worker:
+    def __init__(
+        self,
+        *,
+        app: App,
+        dispatcher: Dispatcher,
+        queue: ReadyQueue,
+        worker_id: str | None = None,
+        queues: Collection[str] = ("default",),
+        concurrency: int = 64,
+        batch_size: int = 256,
+        poll_seconds: float = 1.0,
+        threads: int = 16,
+    ) -> None:
+        self._app = app
+        self._dispatcher = dispatcher
+        self._queue = queue
+        self.worker_id = worker_id or default_worker_id()
+        self._queues = tuple(queues)
+        self._concurrency = concurrency
+        self._batch_size = batch_size
+        self._poll = poll_seconds
+        self._threads = ThreadPoolExecutor(threads, thread_name_prefix="tickwheel-task")
+        self._inflight: dict[int, tuple[ClaimedTask, asyncio.Task[None]]] = {}
+        self._slot_free = asyncio.Event()
+        self._stopping = False
+        self._revoked: set[int] = set()
+        self.completed = 0
+
+    # -- pulling -------------------------------------------------------------
+
+    async def run(self) -> None:
+        heartbeats = asyncio.create_task(self._heartbeat_loop())
+        try:
+            while not self._stopping:
+                free = self._concurrency - len(self._inflight)
+                if free <= 0:
+                    self._slot_free.clear()
+                    await self._slot_free.wait()
+                    continue
+                items = await self._queue.pull(
+                    self._queues, limit=min(free, self._batch_size), wait_seconds=self._poll
+                )
+                if self._stopping:
+                    await self._queue.push(items)  # hand back what we pulled but never claimed
+                    break
+                try:
+                    claimed = await self._dispatcher.claim(items, self.worker_id)
+                except Exception:
+                    await self._queue.push(items)
+                    log.exception("claiming %d tasks failed; they go back on the queue", len(items))
+                    await asyncio.sleep(self._poll)
+                    continue
+                for task in claimed:
+                    self._start(task)
+        finally:
+            heartbeats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeats
+
+    def _start(self, task: ClaimedTask) -> None:
+        runner = asyncio.create_task(self._run(task))
+        self._inflight[task.seq] = (task, runner)
+        runner.add_done_callback(lambda _: self._done(task.seq))
+
+    def _done(self, seq: int) -> None:
+        self._inflight.pop(seq, None)
+        self._slot_free.set()
+
+    # -- running -------------------------------------------------------------
+
+    async def _run(self, task: ClaimedTask) -> None:
+        try:
+            await self._execute(task)
+            written = await self._dispatcher.succeed(task)
+        except asyncio.CancelledError:
+            if task.seq in self._revoked:
+                self._revoked.discard(task.seq)
+                log.info("stopped: the task was cancelled or taken over", extra=_ids(task))
+                return
+            # Shutdown past its grace period: give the task back as a failed attempt.
+            await self._dispatcher.fail(task, "worker shut down mid-run", retryable=True)
+            raise
+        except PermanentFailure as error:
+            written = await self._dispatcher.fail(task, _describe(error), retryable=False)
+        except TimeoutError:
+            message = f"timed out after {self._timeout(task)} s"
+            written = await self._dispatcher.fail(
+                task, message, outcome=Outcome.TIMED_OUT, retryable=True
+            )
+        except Exception as error:
+            written = await self._dispatcher.fail(task, _describe(error), retryable=True)
+        if not written:
+            log.warning("result refused: stale fence %d", task.fence, extra=_ids(task))
+        self.completed += 1
+
+    async def _execute(self, task: ClaimedTask) -> Any:
+        kind = self._app.get(task.task_type)
+        if kind is None:
+            raise PermanentFailure(f"no handler is registered for task type {task.task_type!r}")
+        due = to_datetime(task.due_ms)
+        assert due is not None
+        ctx = TaskContext(
+            task.task_id, task.task_type, task.attempt, due, task.fence, self.worker_id
+        )
+        if kind.is_async:
+            call = kind.handler(ctx, task.payload)
+        else:
+            loop = asyncio.get_running_loop()
+            # A plain function cannot be interrupted: on timeout its thread runs on,
+            # but its result is discarded and the attempt counts as timed out.
+            call = loop.run_in_executor(self._threads, kind.handler, ctx, task.payload)
+        timeout = self._timeout(task)
+        return await asyncio.wait_for(call, timeout) if timeout else await call
+
+    def _timeout(self, task: ClaimedTask) -> float | None:
+        kind = self._app.get(task.task_type)
+        return task.timeout_seconds or (kind.timeout_seconds if kind else None)
+
+    # -- leases --------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self._dispatcher.lease_ms / 3000
+        while True:
+            await asyncio.sleep(interval)
+            fences = {seq: task.fence for seq, (task, _) in self._inflight.items()}
+            try:
+                stale = await self._dispatcher.heartbeat(fences)
+            except Exception:
+                log.exception("heartbeat failed; retrying")
+                continue
+            for seq in stale:
+                entry = self._inflight.get(seq)
+                if entry is not None:
+                    self._revoked.add(seq)
+                    entry[1].cancel()
+
+    # -- shutdown ------------------------------------------------------------
+
+    async def stop(self, grace_seconds: float = 30.0) -> None:
+        """Stop pulling, let in-flight tasks finish within the grace period, then
+        interrupt the rest and give them back for a retry."""
+        self._stopping = True
+        self._slot_free.set()
+        running = [runner for _, runner in self._inflight.values()]
+        if running:
+            _, late = await asyncio.wait(running, timeout=grace_seconds)
+            for runner in late:
+                runner.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+
+def _describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text[:MAX_ERROR_CHARS]
+
+
+def _ids(task: ClaimedTask) -> dict[str, Any]:
+    return {"task_id": task.task_id, "attempt": task.attempt}
