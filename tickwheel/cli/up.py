@@ -37,6 +37,21 @@ def up(
         int,
         typer.Option(envvar=env("partitions"), min=1, max=4096, help="Partitions of a new store."),
     ] = 16,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=env("lease_seconds"), min=1, max=3600, help="A task's lease without heartbeat."
+        ),
+    ] = 30.0,
+    partition_lease_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=env("partition_lease_seconds"),
+            min=1,
+            max=600,
+            help="How long a dead node keeps its partitions.",
+        ),
+    ] = 15.0,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -51,6 +66,8 @@ def up(
         concurrency=concurrency,
         queues=tuple(q.strip() for q in queues.split(",") if q.strip()),
         partitions=partitions,
+        lease_seconds=lease_seconds,
+        partition_lease_seconds=partition_lease_seconds,
     )
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(
