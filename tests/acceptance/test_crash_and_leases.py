@@ -1,0 +1,95 @@
+"""kill -9 at the worst moments, and two schedulers on one database file."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from harness import Target, wait_for
+
+FAST_LEASES = {"TICKWHEEL_LEASE_SECONDS": "2", "TICKWHEEL_PARTITION_LEASE_SECONDS": "2"}
+
+
+def _submit(http: object, target: Target, path: str, delay: float, **extra: object) -> str:
+    body = {
+        "task_type": "http",
+        "payload": {"url": f"{target.url}{path}"},
+        "schedule": {"type": "delayed", "delay_seconds": delay},
+        **extra,
+    }
+    response = http.post("/api/tasks", json=body)  # type: ignore[attr-defined]
+    assert response.status_code == 201, response.text
+    return str(response.json()["task_id"])
+
+
+def test_kill_9_before_trigger_time_then_restart_fires_every_accepted_task(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    db = tmp_path / "crash.db"
+    first = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    with first.client() as http:
+        # Due soon, and due later than the restart: both must fire exactly once.
+        ids = [_submit(http, target, f"/t/{i}", delay=1.0 + (i % 5)) for i in range(100)]
+    first.kill()  # dies right before the trigger time of the first ones
+    second = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    assert wait_for(lambda: len(target.calls) >= 100, timeout=30)
+    with second.client() as http:
+        assert wait_for(
+            lambda: all(http.get(f"/api/tasks/{i}").json()["status"] == "succeeded" for i in ids),
+            timeout=20,
+        )
+    counts = Counter(c.task_id for c in target.calls)
+    assert set(counts) == set(ids)
+    assert max(counts.values()) == 1
+
+
+def test_task_whose_worker_died_mid_run_is_retried_after_its_lease_expires(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    db = tmp_path / "midrun.db"
+    target.delays["/slow"] = 5.0  # the first attempt is still running when we kill
+    first = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    with first.client() as http:
+        body = {
+            "task_type": "http",
+            "payload": {"url": f"{target.url}/slow"},
+            "retry_backoff": {"base_seconds": 0.1, "max_seconds": 0.2},
+        }
+        task_id = http.post("/api/tasks", json=body).json()["task_id"]
+        assert wait_for(lambda: len(target.calls_to("/slow")) == 1, timeout=10)
+        assert http.get(f"/api/tasks/{task_id}").json()["status"] == "running"
+    first.kill()
+    target.delays["/slow"] = 0.0
+    second = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    with second.client() as http:
+        assert wait_for(
+            lambda: http.get(f"/api/tasks/{task_id}").json()["status"] == "succeeded", timeout=30
+        )
+        task = http.get(f"/api/tasks/{task_id}").json()
+        history = http.get(f"/api/tasks/{task_id}/history").json()["executions"]
+    assert task["attempts"] == 2
+    assert [e["outcome"] for e in history] == ["succeeded", "lease_expired"]
+    assert [c.attempt for c in target.calls_to("/slow")] == [1, 2]
+
+
+def test_two_processes_on_one_database_never_fire_a_task_twice(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    db = tmp_path / "shared.db"
+    one = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    two = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    ids = []
+    with one.client() as a, two.client() as b:
+        for i in range(150):
+            ids.append(_submit(a if i % 2 else b, target, f"/shared/{i}", delay=1.0 + i % 3))
+            ids.append(_submit(b if i % 2 else a, target, f"/now/{i}", delay=0))
+        assert wait_for(lambda: len(target.calls) >= len(ids), timeout=30)
+        assert wait_for(
+            lambda: all(a.get(f"/api/tasks/{i}").json()["status"] == "succeeded" for i in ids),
+            timeout=20,
+        )
+        owned = [c.get("/healthz").json()["partitions_owned"] for c in (a, b)]
+    counts = Counter(c.task_id for c in target.calls)
+    assert set(counts) == set(ids)
+    assert max(counts.values()) == 1
+    assert sorted(owned) == [0, 16], "one process holds every partition lease"

@@ -1,0 +1,865 @@
+"""The store contract: what the engine relies on, through the `Store` interface only.
+
+Times are fixed integers (ms) except for partition leases, where the store reads its
+own clock: those tests use TTLs and short real sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tickwheel.models import (
+    ClaimedTask,
+    ExecutionRecord,
+    Finish,
+    NewTask,
+    Outcome,
+    ScheduleRecord,
+    ScheduleType,
+    Status,
+    TaskOptions,
+    TaskRecord,
+    WheelEntry,
+)
+from tickwheel.storage.base import Store, TaskFilter
+
+if TYPE_CHECKING:
+    from conftest import Stores
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+DAY = 86_400_000
+LEASE = 30_000
+LONG_TTL = 60_000
+OPTIONS = TaskOptions(
+    queue="emails",
+    priority=7,
+    max_retries=5,
+    backoff_base_seconds=0.25,
+    backoff_max_seconds=42.5,
+    timeout_seconds=12.5,
+)
+EVERYTHING = TaskFilter()
+
+
+def new_task(
+    name: object,
+    *,
+    due: int = T0,
+    partition: int = 0,
+    task_type: str = "noop",
+    payload: Any = None,
+    options: TaskOptions = TaskOptions(),
+) -> NewTask:
+    return NewTask(
+        task_id=f"task-{name}",
+        partition=partition,
+        task_type=task_type,
+        payload={"name": str(name)} if payload is None else payload,
+        schedule_type=ScheduleType.DELAYED,
+        due_ms=due,
+        created_ms=T0 - 1_000,
+        options=options,
+    )
+
+
+def a_schedule(schedule_id: str = "nightly") -> ScheduleRecord:
+    return ScheduleRecord(
+        schedule_id=schedule_id,
+        task_type="report",
+        payload={"to": ["ops"], "depth": {"days": 7}},
+        options=TaskOptions(queue="cron", priority=3, timeout_seconds=60.0),
+        cron_expression="0 3 * * *",
+        timezone="Europe/Paris",
+        jitter_seconds=5,
+        misfire_policy="run_once",
+        overlap_policy="skip",
+        status="active",
+        version=0,
+        current_seq=None,
+        previous_seq=None,
+        created_ms=T0,
+    )
+
+
+def instance(schedule: ScheduleRecord, due: int, *, partition: int = 1) -> NewTask:
+    return NewTask(
+        task_id=f"{schedule.schedule_id}@{due}",
+        partition=partition,
+        task_type=schedule.task_type,
+        payload=schedule.payload,
+        schedule_type=ScheduleType.CRON,
+        due_ms=due,
+        created_ms=T0,
+        options=schedule.options,
+        schedule_id=schedule.schedule_id,
+    )
+
+
+async def create_schedule(
+    store: Store, schedule_id: str = "nightly", due: int = T0
+) -> tuple[ScheduleRecord, int]:
+    """A committed schedule as the store holds it, and the seq of its first instance."""
+    schedule = a_schedule(schedule_id)
+    seq = await store.insert_schedule(schedule, instance(schedule, due))
+    record = await store.get_schedule(schedule_id)
+    assert record is not None
+    return record, seq
+
+
+async def get(store: Store, seq: int) -> TaskRecord:
+    (record,) = await store.get_tasks([seq])
+    return record
+
+
+async def claim(
+    store: Store, seq: int, *, now: int = T0, worker: str = "w1", lease: int = LEASE
+) -> ClaimedTask:
+    (claimed,) = await store.claim([(seq, now)], now_ms=now, lease_ms=lease, worker_id=worker)
+    return claimed
+
+
+def success(claimed: ClaimedTask, *, at: int) -> Finish:
+    return Finish(claimed.seq, claimed.fence, Outcome.SUCCEEDED, Status.SUCCEEDED, ended_ms=at)
+
+
+def retry(claimed: ClaimedTask, *, at: int, retry_at: int, error: str = "boom") -> Finish:
+    return Finish(
+        claimed.seq,
+        claimed.fence,
+        Outcome.FAILED,
+        Status.PENDING,
+        ended_ms=at,
+        error=error,
+        retry_at_ms=retry_at,
+    )
+
+
+async def all_history(store: Store, seq: int) -> list[ExecutionRecord]:
+    return await store.history(task_seq=seq, schedule_id=None, before_id=None, limit=100)
+
+
+# -- inserting and reading tasks ---------------------------------------------
+
+
+async def test_insert_returns_increasing_seqs_in_batch_order(store: Store) -> None:
+    first = await store.insert_tasks([new_task(i) for i in range(3)])
+    second = await store.insert_tasks([new_task(i) for i in range(3, 5)])
+
+    seqs = first + second
+    assert len(seqs) == 5
+    assert seqs == sorted(set(seqs))
+    for i, seq in enumerate(seqs):
+        record = await store.get_task(f"task-{i}")
+        assert record is not None
+        assert record.seq == seq
+    assert await store.max_seq() == seqs[-1]
+
+
+async def test_a_failing_batch_commits_nothing(store: Store) -> None:
+    (kept,) = await store.insert_tasks([new_task("kept")])
+
+    # The contract names no error type for a duplicate task id: any error will do.
+    with pytest.raises(Exception):  # noqa: B017
+        await store.insert_tasks([new_task("a"), new_task("b"), new_task("kept")])
+
+    assert await store.get_task("task-a") is None
+    assert await store.get_task("task-b") is None
+    assert await store.max_seq() == kept
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"nested": {"list": [1, 2.5, None, True, "é ✓"]}, "empty": {}, "none": None},
+        [1, [2, [3, []]], {"k": "v"}],
+        "just text",
+        42,
+        False,
+    ],
+    ids=["dict", "list", "str", "int", "bool"],
+)
+async def test_get_task_round_trips_every_field(store: Store, payload: Any) -> None:
+    task = new_task("x", due=T0 + 500, partition=5, payload=payload, options=OPTIONS)
+
+    (seq,) = await store.insert_tasks([task])
+    record = await store.get_task(task.task_id)
+
+    assert record is not None
+    assert record == TaskRecord(
+        seq=seq,
+        task_id="task-x",
+        partition=5,
+        task_type="noop",
+        payload=payload,
+        status=Status.PENDING,
+        version=record.version,
+        schedule_type=ScheduleType.DELAYED,
+        schedule_id=None,
+        due_ms=T0 + 500,
+        options=OPTIONS,
+        attempts=0,
+        created_ms=T0 - 1_000,
+        triggered_ms=None,
+        started_ms=None,
+        completed_ms=None,
+        lease_expires_ms=None,
+        worker_id=None,
+        last_error=None,
+    )
+    assert await store.get_tasks([seq]) == [record]
+
+
+async def test_get_tasks_returns_only_the_asked_seqs(store: Store) -> None:
+    seqs = await store.insert_tasks([new_task(i) for i in range(4)])
+
+    got = await store.get_tasks([seqs[0], seqs[2], 999_999])
+
+    assert sorted(r.seq for r in got) == [seqs[0], seqs[2]]
+    assert await store.get_tasks([]) == []
+
+
+async def test_unknown_task_id_is_none(store: Store) -> None:
+    await store.insert_tasks([new_task("known")])
+
+    assert await store.get_task("task-unknown") is None
+
+
+# -- listing -----------------------------------------------------------------
+
+
+async def test_list_tasks_is_newest_first(store: Store) -> None:
+    seqs = await store.insert_tasks([new_task(i) for i in range(5)])
+
+    listed = await store.list_tasks(EVERYTHING, before_seq=None, limit=10)
+
+    assert [r.seq for r in listed] == seqs[::-1]
+    assert await store.list_tasks(EVERYTHING, before_seq=None, limit=2) == listed[:2]
+
+
+async def test_paging_with_before_seq_visits_every_task_once(store: Store) -> None:
+    seqs = await store.insert_tasks([new_task(i) for i in range(10)])
+
+    seen: list[int] = []
+    before: int | None = None
+    for _ in range(10):
+        page = await store.list_tasks(EVERYTHING, before_seq=before, limit=3)
+        if not page:
+            break
+        assert len(page) <= 3
+        seen.extend(r.seq for r in page)
+        before = page[-1].seq
+
+    assert seen == seqs[::-1]
+
+
+async def test_list_tasks_filters(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)])
+    assert second is not None
+    a, b, c = await store.insert_tasks(
+        [new_task("a", task_type="email"), new_task("b", task_type="email"), new_task("c")]
+    )
+    await claim(store, a)
+    await store.cancel(c, (await get(store, c)).version, T0)
+
+    async def listed(where: TaskFilter) -> list[int]:
+        return [r.seq for r in await store.list_tasks(where, before_seq=None, limit=100)]
+
+    assert await listed(TaskFilter(statuses=(Status.RUNNING,))) == [a]
+    assert await listed(TaskFilter(statuses=(Status.RUNNING, Status.CANCELLED))) == [c, a]
+    assert await listed(TaskFilter(statuses=(Status.PENDING,))) == [b, second, first]
+    assert await listed(TaskFilter(task_type="email")) == [b, a]
+    assert await listed(TaskFilter(schedule_id="nightly")) == [second, first]
+    assert await listed(TaskFilter(statuses=(Status.PENDING,), task_type="email")) == [b]
+    assert await listed(TaskFilter(schedule_id="other")) == []
+
+
+# -- loading the wheels ------------------------------------------------------
+
+
+async def test_load_pending_range_is_open_below_closed_above(store: Store) -> None:
+    overdue, now, soon, later = await store.insert_tasks(
+        [new_task(i, due=T0 + offset) for i, offset in enumerate([-DAY, 0, 100, 200])]
+    )
+
+    async def loaded(due_after: int | None, due_until: int) -> set[int]:
+        rows = await store.load_pending([0], due_after=due_after, due_until=due_until)
+        return {r.seq for r in rows}
+
+    assert await loaded(None, T0) == {overdue, now}
+    assert await loaded(T0, T0 + 100) == {soon}
+    assert await loaded(T0 - 1, T0 + 200) == {now, soon, later}
+    assert await loaded(T0 + 200, T0 + DAY) == set()
+
+
+async def test_load_pending_returns_only_pending_tasks(store: Store) -> None:
+    pending, running, cancelled = await store.insert_tasks([new_task(i) for i in range(3)])
+    await claim(store, running)
+    await store.cancel(cancelled, (await get(store, cancelled)).version, T0)
+
+    rows = await store.load_pending([0], due_after=None, due_until=T0 + DAY)
+
+    assert [r.seq for r in rows] == [pending]
+
+
+async def test_load_pending_returns_only_the_given_partitions(store: Store) -> None:
+    seqs = await store.insert_tasks([new_task(p, partition=p) for p in range(4)])
+
+    rows = await store.load_pending([1, 3], due_after=None, due_until=T0)
+
+    assert {r.seq for r in rows} == {seqs[1], seqs[3]}
+    assert await store.load_pending([], due_after=None, due_until=T0) == []
+
+
+async def test_load_pending_after_a_seq(store: Store) -> None:
+    (old,) = await store.insert_tasks([new_task("old", due=T0 - DAY)])
+    mark = await store.max_seq()
+    new, too_late, elsewhere = await store.insert_tasks(
+        [new_task("new"), new_task("later", due=T0 + DAY), new_task("p4", partition=4)]
+    )
+    running, last = await store.insert_tasks([new_task("running"), new_task("last", due=T0 - 5)])
+    await claim(store, running)
+
+    rows = await store.load_pending([0], due_after=None, due_until=T0, seq_after=mark)
+    assert old == mark < new
+    assert {r.seq for r in rows} == {new, last}
+    assert too_late not in {r.seq for r in rows}
+    assert elsewhere not in {r.seq for r in rows}
+
+
+async def test_wheel_entries_carry_routing(store: Store) -> None:
+    (plain,) = await store.insert_tasks([new_task("p", partition=1, options=OPTIONS)])
+    _, cron = await create_schedule(store, due=T0 - 10)
+
+    rows = await store.load_pending([1], due_after=None, due_until=T0)
+
+    assert sorted(rows, key=lambda r: r.seq) == [
+        WheelEntry(seq=plain, partition=1, due_ms=T0, queue="emails", priority=7, is_cron=False),
+        WheelEntry(seq=cron, partition=1, due_ms=T0 - 10, queue="cron", priority=3, is_cron=True),
+    ]
+
+
+# -- claims ------------------------------------------------------------------
+
+
+async def test_claim_takes_a_due_pending_task_under_a_lease(store: Store) -> None:
+    task = new_task("c", due=T0 - 500, payload={"a": [1, {"b": None}]}, options=OPTIONS)
+    (seq,) = await store.insert_tasks([task])
+    before = await get(store, seq)
+
+    claimed = await store.claim([(seq, T0 - 100)], now_ms=T0, lease_ms=LEASE, worker_id="w1")
+
+    assert len(claimed) == 1
+    fence = claimed[0].fence
+    assert claimed == [
+        ClaimedTask(
+            seq=seq,
+            task_id="task-c",
+            task_type="noop",
+            payload={"a": [1, {"b": None}]},
+            attempt=1,
+            fence=fence,
+            due_ms=T0 - 500,
+            lease_expires_ms=T0 + LEASE,
+            timeout_seconds=12.5,
+            options=OPTIONS,
+        )
+    ]
+    assert fence > before.version
+    after = await get(store, seq)
+    assert after == replace(
+        before,
+        status=Status.RUNNING,
+        version=fence,
+        attempts=1,
+        triggered_ms=T0 - 100,
+        started_ms=T0,
+        lease_expires_ms=T0 + LEASE,
+        worker_id="w1",
+    )
+
+
+async def test_claim_skips_tasks_not_due_or_not_pending(store: Store) -> None:
+    due, exactly_due, future, cancelled = await store.insert_tasks(
+        [new_task(0, due=T0 - 1), new_task(1, due=T0), new_task(2, due=T0 + 1), new_task(3)]
+    )
+    await store.cancel(cancelled, (await get(store, cancelled)).version, T0)
+    items = [(s, T0) for s in (due, exactly_due, future, cancelled)]
+
+    claimed = await store.claim(items, now_ms=T0, lease_ms=LEASE, worker_id="w1")
+
+    assert sorted(c.seq for c in claimed) == [due, exactly_due]
+    assert (await get(store, future)).status is Status.PENDING
+    assert (await get(store, cancelled)).status is Status.CANCELLED
+
+
+async def test_a_claimed_task_cannot_be_claimed_again(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("once")])
+    await claim(store, seq, worker="w1")
+    held = await get(store, seq)
+
+    again = await store.claim([(seq, T0 + 5)], now_ms=T0 + 5, lease_ms=LEASE, worker_id="w2")
+
+    assert again == []
+    assert await get(store, seq) == held
+
+
+@pytest.mark.parametrize("rival", ["same store", "another store"])
+async def test_racing_claims_take_each_task_once(store: Store, stores: Stores, rival: str) -> None:
+    other = store if rival == "same store" else await stores.open()
+    seqs = await store.insert_tasks([new_task(i) for i in range(30)])
+    items = [(s, T0) for s in seqs]
+
+    mine, theirs = await asyncio.gather(
+        store.claim(items, now_ms=T0, lease_ms=LEASE, worker_id="w1"),
+        other.claim(items[::-1], now_ms=T0, lease_ms=LEASE, worker_id="w2"),
+    )
+
+    assert sorted(c.seq for c in mine + theirs) == seqs
+    for c in mine + theirs:
+        assert c.attempt == 1
+    for record in await store.get_tasks(seqs):
+        assert record.attempts == 1
+        assert record.worker_id == ("w1" if record.seq in {c.seq for c in mine} else "w2")
+
+
+# -- leases of tasks ---------------------------------------------------------
+
+
+async def test_extend_leases_extends_valid_fences_and_reports_stale_ones(store: Store) -> None:
+    good, wrong, done = await store.insert_tasks([new_task(i) for i in range(3)])
+    fences = {s: (await claim(store, s)).fence for s in (good, wrong, done)}
+    (finished,) = await store.finish(
+        [Finish(done, fences[done], Outcome.SUCCEEDED, Status.SUCCEEDED, ended_ms=T0 + 1)]
+    )
+    assert finished
+
+    stale = await store.extend_leases(
+        {good: fences[good], wrong: fences[wrong] - 1, done: fences[done]}, until_ms=T0 + DAY
+    )
+
+    assert stale == {wrong, done}
+    assert (await get(store, good)).lease_expires_ms == T0 + DAY
+    assert (await get(store, wrong)).lease_expires_ms == T0 + LEASE
+    assert (await get(store, done)).lease_expires_ms is None
+    assert await store.extend_leases({}, until_ms=T0 + DAY) == set()
+
+
+async def test_expired_leases(store: Store) -> None:
+    p0, p1, p2, long, _ = await store.insert_tasks(
+        [new_task(p, partition=p) for p in range(3)]
+        + [new_task("long"), new_task("pending", due=T0 - DAY)]
+    )
+    for seq in (p0, p1, p2):
+        await claim(store, seq, lease=1_000)
+    await claim(store, long, lease=DAY)
+
+    expired = await store.expired_leases([0, 1], now_ms=T0 + 2_000, limit=10)
+
+    assert {r.seq for r in expired} == {p0, p1}
+    assert {r.status for r in expired} == {Status.RUNNING}
+    assert await store.expired_leases([0, 1, 2], now_ms=T0 + 500, limit=10) == []
+    assert len(await store.expired_leases([0, 1, 2], now_ms=T0 + 2_000, limit=2)) == 2
+    assert len(await store.expired_leases([0, 1, 2], now_ms=T0 + 2_000, limit=10)) == 3
+
+
+# -- ends of attempts --------------------------------------------------------
+
+
+async def test_success_ends_the_task_with_one_execution_row(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("ok")])
+    claimed = await claim(store, seq, worker="w7")
+
+    assert await store.finish([success(claimed, at=T0 + 50)]) == [True]
+
+    record = await get(store, seq)
+    assert (record.status, record.completed_ms, record.lease_expires_ms) == (
+        Status.SUCCEEDED,
+        T0 + 50,
+        None,
+    )
+    assert record.version > claimed.fence
+    (row,) = await all_history(store, seq)
+    assert row == ExecutionRecord(
+        id=row.id,
+        task_id="task-ok",
+        attempt=1,
+        fence=claimed.fence,
+        worker_id="w7",
+        started_ms=T0,
+        ended_ms=T0 + 50,
+        outcome=Outcome.SUCCEEDED,
+        error=None,
+    )
+
+
+async def test_a_stale_fence_finishes_nothing(store: Store) -> None:
+    stale, fresh = await store.insert_tasks([new_task("stale"), new_task("fresh")])
+    lost = await claim(store, stale)
+    held = await get(store, stale)
+    ok = await claim(store, fresh)
+
+    results = await store.finish([replace(success(lost, at=T0 + 5), fence=lost.fence - 1)])
+    assert results == [False]
+    assert await get(store, stale) == held
+    assert await all_history(store, stale) == []
+
+    batch = [success(ok, at=T0 + 5), replace(success(lost, at=T0 + 5), fence=lost.fence + 1)]
+    assert await store.finish(batch) == [True, False]
+    assert len(await all_history(store, fresh)) == 1
+    assert await all_history(store, stale) == []
+
+
+async def test_a_finished_task_cannot_be_finished_twice(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("twice")])
+    claimed = await claim(store, seq)
+
+    assert await store.finish([success(claimed, at=T0 + 5)]) == [True]
+    assert await store.finish([success(claimed, at=T0 + 9)]) == [False]
+    assert (await get(store, seq)).completed_ms == T0 + 5
+    assert len(await all_history(store, seq)) == 1
+
+
+async def test_a_retry_puts_the_task_back_to_pending(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("flaky")])
+    first = await claim(store, seq)
+
+    assert await store.finish([retry(first, at=T0 + 10, retry_at=T0 + 5_000)]) == [True]
+
+    record = await get(store, seq)
+    assert record.status is Status.PENDING
+    assert record.due_ms == T0 + 5_000
+    assert record.last_error == "boom"
+    assert record.attempts == 1
+    assert (record.completed_ms, record.lease_expires_ms) == (None, None)
+    assert record.version > first.fence
+    (row,) = await all_history(store, seq)
+    assert (row.outcome, row.error, row.attempt) == (Outcome.FAILED, "boom", 1)
+
+    rows = await store.load_pending([0], due_after=T0, due_until=T0 + 5_000)
+    assert [r.seq for r in rows] == [seq]
+    assert await store.claim([(seq, T0 + 1)], now_ms=T0 + 1, lease_ms=LEASE, worker_id="w") == []
+    second = await claim(store, seq, now=T0 + 5_000)
+    assert second.attempt == 2
+    assert second.fence > record.version
+    assert (await get(store, seq)).last_error == "boom"
+
+
+async def test_history_of_two_failures_and_a_success(store: Store) -> None:
+    seq, other = await store.insert_tasks([new_task("flaky"), new_task("other")])
+    await store.finish([success(await claim(store, other), at=T0 + 1)])
+    now = T0
+    for attempt in (1, 2, 3):
+        claimed = await claim(store, seq, now=now, worker=f"w{attempt}")
+        if attempt < 3:
+            end = retry(claimed, at=now + 10, retry_at=now + 100, error=f"boom {attempt}")
+        else:
+            end = success(claimed, at=now + 10)
+        assert await store.finish([end]) == [True]
+        now += 100
+
+    rows = await all_history(store, seq)
+
+    assert [r.attempt for r in rows] == [3, 2, 1]
+    assert [r.outcome for r in rows] == [Outcome.SUCCEEDED, Outcome.FAILED, Outcome.FAILED]
+    assert [r.error for r in rows] == [None, "boom 2", "boom 1"]
+    assert [r.worker_id for r in rows] == ["w3", "w2", "w1"]
+    assert [r.started_ms for r in rows] == [T0 + 200, T0 + 100, T0]
+    assert {r.task_id for r in rows} == {"task-flaky"}
+    assert rows[0].fence > rows[1].fence > rows[2].fence
+    assert rows[0].id > rows[1].id > rows[2].id
+
+    page = await store.history(task_seq=seq, schedule_id=None, before_id=None, limit=2)
+    assert page == rows[:2]
+    page = await store.history(task_seq=seq, schedule_id=None, before_id=page[-1].id, limit=2)
+    assert page == rows[2:]
+    assert await store.history(task_seq=seq, schedule_id=None, before_id=rows[-1].id, limit=2) == []
+
+
+# -- cancelling --------------------------------------------------------------
+
+
+async def test_cancel_is_a_compare_and_set_on_the_version(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("c")])
+    pending = await get(store, seq)
+
+    assert not await store.cancel(seq, pending.version + 1, T0)
+    assert await get(store, seq) == pending
+
+    claimed = await claim(store, seq)
+    running = await get(store, seq)
+    assert not await store.cancel(seq, pending.version, T0 + 5)
+    assert await get(store, seq) == running
+
+    assert await store.cancel(seq, running.version, T0 + 10)
+    cancelled = await get(store, seq)
+    assert (cancelled.status, cancelled.completed_ms) == (Status.CANCELLED, T0 + 10)
+    assert cancelled.version > running.version
+    # The worker that held it loses: its fence is stale now.
+    assert await store.finish([success(claimed, at=T0 + 20)]) == [False]
+
+
+# -- schedules ---------------------------------------------------------------
+
+
+async def test_insert_schedule_commits_it_with_its_first_instance(store: Store) -> None:
+    schedule = a_schedule()
+    first = instance(schedule, T0 + DAY)
+
+    seq = await store.insert_schedule(schedule, first)
+
+    assert await store.get_schedule("nightly") == replace(schedule, current_seq=seq)
+    record = await store.get_task(first.task_id)
+    assert record is not None
+    assert (record.seq, record.schedule_id, record.schedule_type, record.status) == (
+        seq,
+        "nightly",
+        ScheduleType.CRON,
+        Status.PENDING,
+    )
+    assert (record.payload, record.options, record.due_ms) == (
+        schedule.payload,
+        schedule.options,
+        T0 + DAY,
+    )
+    assert await store.get_schedule("unknown") is None
+
+
+async def test_schedules_of_returns_active_schedules_by_current_seq(store: Store) -> None:
+    a, seq_a = await create_schedule(store, "a")
+    b, seq_b = await create_schedule(store, "b")
+    _, seq_c = await create_schedule(store, "c")
+    await store.set_schedule_status("c", "paused")
+    (plain,) = await store.insert_tasks([new_task("plain")])
+
+    got = await store.schedules_of([seq_a, seq_b, seq_c, plain, 999_999])
+
+    assert got == {seq_a: a, seq_b: b}
+    assert await store.schedules_of([]) == {}
+
+
+async def test_advance_makes_the_next_instance_current(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+    nxt = instance(schedule, T0 + DAY, partition=6)
+
+    (second,) = await store.advance_schedules([(schedule, nxt, None)])
+
+    assert second is not None
+    assert second > first
+    assert second == await store.max_seq()
+    advanced = await store.get_schedule("nightly")
+    assert advanced is not None
+    assert advanced == replace(
+        schedule, version=advanced.version, current_seq=second, previous_seq=first
+    )
+    assert advanced.version != schedule.version
+    record = await get(store, second)
+    assert (record.task_id, record.partition, record.due_ms, record.status) == (
+        nxt.task_id,
+        6,
+        T0 + DAY,
+        Status.PENDING,
+    )
+    assert (await get(store, first)).status is Status.PENDING
+    assert await store.schedules_of([first, second]) == {second: advanced}
+
+
+async def test_advance_with_a_stale_version_changes_nothing(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)])
+    advanced = await store.get_schedule("nightly")
+    top = await store.max_seq()
+    late = instance(schedule, T0 + 2 * DAY)
+
+    assert await store.advance_schedules([(schedule, late, first)]) == [None]
+
+    assert await store.get_schedule("nightly") == advanced
+    assert await store.max_seq() == top
+    assert await store.get_task(late.task_id) is None
+    assert (await get(store, first)).status is Status.PENDING  # the skip was not applied
+    listed = await store.list_tasks(TaskFilter(schedule_id="nightly"), before_seq=None, limit=10)
+    assert [r.seq for r in listed] == [second, first]
+
+
+async def test_advance_batch_answers_each_schedule(store: Store) -> None:
+    stale, _ = await create_schedule(store, "stale")
+    fresh, _ = await create_schedule(store, "fresh")
+    await store.advance_schedules([(stale, instance(stale, T0 + DAY), None)])
+
+    results = await store.advance_schedules(
+        [(stale, instance(stale, T0 + 2 * DAY), None), (fresh, instance(fresh, T0 + DAY), None)]
+    )
+
+    assert results[0] is None
+    assert results[1] is not None
+    fresh_now = await store.get_schedule("fresh")
+    assert fresh_now is not None
+    assert fresh_now.current_seq == results[1]
+
+
+async def test_advance_can_skip_the_current_instance(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+
+    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), first)])
+
+    assert second is not None
+    skipped = await get(store, first)
+    assert skipped.status is Status.CANCELLED
+    assert (await get(store, second)).status is Status.PENDING
+    assert [r.seq for r in await store.load_pending([1], due_after=None, due_until=T0 + DAY)] == [
+        second
+    ]
+
+
+async def test_set_schedule_status(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+
+    paused = await store.set_schedule_status("nightly", "paused")
+
+    assert paused is not None
+    assert paused.status == "paused"
+    assert await store.get_schedule("nightly") == paused
+    assert await store.schedules_of([first]) == {}
+    # A resolver still holding the record read before the pause must not advance it.
+    assert await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)]) == [None]
+    resumed = await store.set_schedule_status("nightly", "active")
+    assert resumed is not None
+    assert await store.schedules_of([first]) == {first: resumed}
+    assert await store.set_schedule_status("unknown", "paused") is None
+
+
+async def test_history_of_a_schedule_spans_its_instances(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+    (plain,) = await store.insert_tasks([new_task("plain")])
+    await store.finish([success(await claim(store, first), at=T0 + 1)])
+    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)])
+    assert second is not None
+    await store.finish([success(await claim(store, second, now=T0 + DAY), at=T0 + DAY + 1)])
+    await store.finish([success(await claim(store, plain), at=T0 + 2)])
+
+    rows = await store.history(task_seq=None, schedule_id="nightly", before_id=None, limit=10)
+
+    assert [r.task_id for r in rows] == [f"nightly@{T0 + DAY}", f"nightly@{T0}"]
+
+
+# -- partition leases ----------------------------------------------------------
+
+
+async def test_partitions_are_fixed_when_the_store_is_created(stores: Stores) -> None:
+    store = await stores.open(partitions=5)
+
+    assert await store.partitions() == 5
+    held = await store.acquire("a", range(10), ttl_ms=LONG_TTL)
+    assert sorted(held) == [0, 1, 2, 3, 4]
+
+
+async def test_acquire_gives_free_partitions_to_one_node(store: Store) -> None:
+    everything = range(await store.partitions())
+
+    held = await store.acquire("a", everything, ttl_ms=LONG_TTL)
+
+    assert sorted(held) == list(everything)
+    assert min(held.values()) >= 1
+    assert await store.acquire("b", everything, ttl_ms=LONG_TTL) == {}
+    assert await store.acquire("a", everything, ttl_ms=LONG_TTL) == held
+
+
+async def test_acquire_takes_only_the_wanted_partitions(store: Store) -> None:
+    everything = range(await store.partitions())
+
+    mine = await store.acquire("a", [0, 1, 2], ttl_ms=LONG_TTL)
+    theirs = await store.acquire("b", everything, ttl_ms=LONG_TTL)
+
+    assert sorted(mine) == [0, 1, 2]
+    assert sorted(theirs) == list(everything)[3:]
+
+
+async def test_an_expired_lease_moves_to_another_node_with_a_higher_epoch(store: Store) -> None:
+    everything = range(await store.partitions())
+    old = await store.acquire("a", everything, ttl_ms=200)
+    assert await store.acquire("b", everything, ttl_ms=200) == {}
+
+    await asyncio.sleep(0.3)
+    new = await store.acquire("b", everything, ttl_ms=LONG_TTL)
+
+    assert sorted(new) == list(everything)
+    assert all(new[p] > old[p] for p in everything)
+    assert await store.acquire("a", everything, ttl_ms=LONG_TTL) == {}
+    before = await store.watermarks()
+    lost = await store.set_watermarks("a", {p: (old[p], T0) for p in everything})
+    assert lost == set(everything)
+    assert await store.watermarks() == before
+
+
+async def test_watermarks_are_fenced_by_epoch_and_only_move_forward(store: Store) -> None:
+    held = await store.acquire("a", [0, 1], ttl_ms=LONG_TTL)
+    before = await store.watermarks()
+
+    lost = await store.set_watermarks("a", {0: (held[0], T0), 1: (held[1] + 1, T0)})
+
+    assert lost == {1}
+    marks = await store.watermarks()
+    assert (marks[0], marks[1]) == (T0, before[1])
+    assert await store.set_watermarks("a", {0: (held[0], T0 - 500)}) == set()
+    assert (await store.watermarks())[0] == T0
+    assert await store.set_watermarks("a", {0: (held[0], T0 + 500)}) == set()
+    assert (await store.watermarks())[0] == T0 + 500
+    # Neither another node with the holder's epoch nor anyone on a free partition.
+    assert await store.set_watermarks("b", {0: (held[0], T0 + DAY)}) == {0}
+    assert await store.set_watermarks("a", {2: (held[0], T0 + DAY)}) == {2}
+    marks = await store.watermarks()
+    assert (marks[0], marks[2]) == (T0 + 500, before[2])
+
+
+async def test_renewal_keeps_the_epoch_and_the_lease(store: Store) -> None:
+    held = await store.acquire("a", [0], ttl_ms=200)
+    for _ in range(3):
+        await asyncio.sleep(0.1)
+        assert await store.acquire("a", [0], ttl_ms=200) == held
+
+    assert await store.acquire("b", [0], ttl_ms=200) == {}
+    assert await store.set_watermarks("a", {0: (held[0], T0)}) == set()
+
+
+async def test_release_frees_partitions_at_once(store: Store) -> None:
+    everything = range(await store.partitions())
+    held = await store.acquire("a", everything, ttl_ms=LONG_TTL)
+
+    await store.release("b", held)  # not b's to release
+    assert await store.acquire("b", everything, ttl_ms=LONG_TTL) == {}
+
+    await store.release("a", held)
+    taken = await store.acquire("b", everything, ttl_ms=LONG_TTL)
+
+    assert sorted(taken) == list(everything)
+    assert all(taken[p] > held[p] for p in everything)
+    assert await store.set_watermarks("a", {0: (held[0], T0)}) == {0}
+
+
+# -- durability --------------------------------------------------------------
+
+
+async def test_reopening_keeps_the_data_and_the_partition_count(stores: Stores) -> None:
+    first = await stores.open(partitions=8)
+    (seq,) = await first.insert_tasks([new_task("kept", options=OPTIONS)])
+    schedule, _ = await create_schedule(first)
+    claimed = await claim(first, seq)
+    held = await first.acquire("a", [3], ttl_ms=LONG_TTL)
+    await first.set_watermarks("a", {3: (held[3], T0)})
+    task = await first.get_task("task-kept")
+    await stores.close(first)
+
+    second = await stores.open(partitions=4)
+
+    assert await second.partitions() == 8
+    assert await second.get_task("task-kept") == task
+    assert await second.get_schedule("nightly") == schedule
+    assert (await second.watermarks())[3] == T0
+    assert await second.finish([success(claimed, at=T0 + 1)]) == [True]
+    (after,) = await second.insert_tasks([new_task("after")])
+    assert after > seq
+    assert after == await second.max_seq()

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tickwheel.api.app import create_app
+from tickwheel.config import Settings
+from tickwheel.engine.node import Node
+from tickwheel.worker.registry import App
+
+
+@pytest.fixture
+def handlers() -> App:
+    return App()
+
+
+@pytest.fixture
+async def node(tmp_path: Path, handlers: App) -> AsyncIterator[Node]:
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'api.db'}",
+        lease_seconds=2,
+        shutdown_grace_seconds=2,
+    )
+    async with Node(settings=settings, app=handlers) as started:
+        yield started
+
+
+@pytest.fixture
+async def api(node: Node) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
+    async with httpx.AsyncClient(transport=transport, base_url="http://tickwheel") as client:
+        yield client

@@ -1,0 +1,136 @@
+"""Bad input gets a 4xx naming the field at fault, and nothing is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tickwheel.engine.node import Node
+
+BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "invalid cron expression",
+        {"task_type": "noop", "schedule": {"type": "cron", "cron_expression": "61 * * * *"}},
+        "schedule.cron_expression",
+    ),
+    (
+        "six-field cron",
+        {"task_type": "noop", "schedule": {"type": "cron", "cron_expression": "0 0 * * * *"}},
+        "schedule.cron_expression",
+    ),
+    (
+        "unknown time zone",
+        {
+            "task_type": "noop",
+            "schedule": {"type": "cron", "cron_expression": "@daily", "timezone": "Mars/Olympus"},
+        },
+        "schedule.timezone",
+    ),
+    (
+        "unparseable due_time",
+        {"task_type": "noop", "schedule": {"type": "delayed", "due_time": "tomorrow at noon"}},
+        "schedule.due_time",
+    ),
+    (
+        "due_time without offset",
+        {"task_type": "noop", "schedule": {"type": "delayed", "due_time": "2030-01-01T00:00:00"}},
+        "schedule.due_time",
+    ),
+    (
+        "negative delay",
+        {"task_type": "noop", "schedule": {"type": "delayed", "delay_seconds": -5}},
+        "schedule.delay_seconds",
+    ),
+    (
+        "unknown schedule type",
+        {"task_type": "noop", "schedule": {"type": "sometimes"}},
+        "schedule.type",
+    ),
+    ("missing task_type", {"payload": {}}, "task_type"),
+    ("task_type with spaces", {"task_type": "rm -rf"}, "task_type"),
+    ("priority out of range", {"task_type": "noop", "priority": 1000}, "priority"),
+    ("negative max_retries", {"task_type": "noop", "max_retries": -1}, "max_retries"),
+    (
+        "backoff cap below base",
+        {"task_type": "noop", "retry_backoff": {"base_seconds": 10, "max_seconds": 1}},
+        "retry_backoff",
+    ),
+    ("http task without url", {"task_type": "http", "payload": {}}, "payload.url"),
+    (
+        "http task with a file url",
+        {"task_type": "http", "payload": {"url": "file:///etc/passwd"}},
+        "payload.url",
+    ),
+    ("unknown field", {"task_type": "noop", "colour": "blue"}, "colour"),
+]
+
+
+async def _stored(api: httpx.AsyncClient) -> int:
+    return len((await api.get("/api/tasks", params={"limit": 500})).json()["tasks"])
+
+
+@pytest.mark.parametrize(
+    ("case", "body", "field"), BAD_REQUESTS, ids=[c for c, _, _ in BAD_REQUESTS]
+)
+async def test_bad_submission_is_4xx_naming_the_field_and_stores_nothing(
+    api: httpx.AsyncClient, case: str, body: dict[str, Any], field: str
+) -> None:
+    before = await _stored(api)
+    response = await api.post("/api/tasks", json=body)
+    assert 400 <= response.status_code < 500, response.text
+    answer = response.json()
+    assert answer["field"] == field, answer
+    assert field.split(".")[-1] in answer["message"]
+    assert await _stored(api) == before
+
+
+async def test_oversized_payload_is_413_naming_payload(api: httpx.AsyncClient, node: Node) -> None:
+    limit = node.settings.max_payload_bytes
+    response = await api.post("/api/tasks", json={"task_type": "noop", "payload": "x" * limit})
+    assert response.status_code == 413
+    assert response.json()["field"] == "payload"
+    huge = await api.post(
+        "/api/tasks",
+        content=b'{"task_type": "noop", "payload": "' + b"x" * (limit * 2) + b'"}',
+        headers={"content-type": "application/json"},
+    )
+    assert huge.status_code == 413
+    assert huge.json()["field"] == "payload"
+    assert await _stored(api) == 0
+
+
+async def test_payload_just_under_the_limit_is_accepted(api: httpx.AsyncClient, node: Node) -> None:
+    payload = "x" * (node.settings.max_payload_bytes - 1000)
+    response = await api.post("/api/tasks", json={"task_type": "noop", "payload": payload})
+    assert response.status_code == 201
+
+
+async def test_not_json_is_422(api: httpx.AsyncClient) -> None:
+    response = await api.post(
+        "/api/tasks", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert await _stored(api) == 0
+
+
+@pytest.mark.parametrize("path", ["/api/tasks/nope", "/api/tasks/nope/history"])
+async def test_unknown_id_is_404(api: httpx.AsyncClient, path: str) -> None:
+    response = await api.get(path)
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
+    assert (await api.delete("/api/tasks/nope")).status_code == 404
+
+
+async def test_forged_page_token_is_422_naming_it(api: httpx.AsyncClient) -> None:
+    response = await api.get("/api/tasks", params={"next_token": "garbage!"})
+    assert response.status_code == 422
+    assert response.json()["field"] == "next_token"
+
+
+@pytest.mark.parametrize("limit", [0, 501, -1])
+async def test_page_size_is_bounded(api: httpx.AsyncClient, limit: int) -> None:
+    response = await api.get("/api/tasks", params={"limit": limit})
+    assert response.status_code == 422
+    assert response.json()["field"] == "limit"
