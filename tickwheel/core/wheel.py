@@ -203,7 +203,7 @@ class TimingWheel:
     def _file(self, key: int, due_ms: int, second: int) -> None:
         """Put a future entry (``second`` > current second) on its level."""
         cur = self._cur
-        if second // _MINUTE == cur // _MINUTE and False:
+        if second // _MINUTE == cur // _MINUTE:
             slot = second % 60
             if due_ms < self._l0_min[slot]:
                 self._l0_min[slot] = due_ms

@@ -80,7 +80,7 @@ class TriggerEngine:
     def lose(self, partition: int) -> None:
         """Stop triggering a partition at once; its tasks stay in the store for the next owner."""
         if self._wheels.pop(partition, None) is not None:
-            log.warning("partition %d lost: no longer triggered here", partition)
+            log.info("partition %d released: no longer triggered here", partition)
 
     # -- entries -------------------------------------------------------------
 
