@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
@@ -46,7 +46,12 @@ def to_datetime(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_ms(moment: datetime) -> int:
+    """Milliseconds since the epoch, rounded up so that a due time is never early."""
     if moment.tzinfo is None:
         raise ValueError("naive datetime: give a time zone or an offset")
-    return round(moment.timestamp() * 1000)
+    micros = (moment - _EPOCH) // timedelta(microseconds=1)
+    return -(-micros // 1000)

@@ -145,6 +145,7 @@ class Target:
 
     def stop(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
     def calls_to(self, path: str) -> list[Call]:
         with self.lock:

@@ -47,7 +47,8 @@ class PartitionLeases:
         interval = self._ttl_ms / 3000
         while True:
             try:
-                got = await asyncio.wait_for(self._renew_leases(), interval)
+                async with asyncio.timeout(interval):
+                    got = await self._renew_leases()
                 await self._apply(got)
             except Exception:
                 log.exception("renewing partition leases failed")

@@ -133,9 +133,10 @@ class Node:
             await self.worker.stop(self.settings.shutdown_grace_seconds)
         for loop in self._loops:
             loop.cancel()
-        for loop in self._loops:
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop
+        if self._loops:
+            _, stuck = await asyncio.wait(self._loops, timeout=5)
+            for loop in stuck:
+                log.error("%s did not stop when cancelled", loop.get_coro())
         self._loops.clear()
         with contextlib.suppress(Exception):
             await self.leases.release_all()

@@ -10,7 +10,6 @@ the wheels too. A tick releases exactly what is due, in due order, to the ready 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from operator import itemgetter
@@ -22,6 +21,7 @@ from tickwheel.engine.routing import Route, RoutingKeys
 from tickwheel.models import WheelEntry
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import DispatchStore
+from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +115,7 @@ class TriggerEngine:
                 await self.load_once()
             except Exception:
                 log.exception("loading the wheels failed; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._load_now.wait(), self._load_interval)
+            await wait_event(self._load_now, self._load_interval)
             self._load_now.clear()
 
     async def load_once(self) -> None:
@@ -154,8 +153,7 @@ class TriggerEngine:
                 sleep = min(sleep, max(0.0, (next_due - self._clock.now_ms()) / 1000))
             self._wakeup.clear()
             if sleep > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), sleep)
+                await wait_event(self._wakeup, sleep)
             else:
                 await asyncio.sleep(0)
 

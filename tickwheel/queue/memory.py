@@ -7,11 +7,11 @@ within a priority without the cost of a heap.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import Collection, Sequence
 
 from tickwheel.queue.base import ReadyItem
+from tickwheel.waiting import wait_event
 
 
 class _Lanes:
@@ -72,8 +72,7 @@ class MemoryReadyQueue:
             if taken or remaining <= 0:
                 return taken
             self._arrived.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), remaining)
+            await wait_event(self._arrived, remaining)
 
     def _take(self, queues: Collection[str], limit: int) -> list[ReadyItem]:
         taken: list[ReadyItem] = []

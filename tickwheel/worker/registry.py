@@ -61,7 +61,7 @@ class App:
             self.types[type_name] = TaskType(
                 name=type_name,
                 handler=fn,
-                is_async=inspect.iscoroutinefunction(fn),
+                is_async=_is_async(fn),
                 max_retries=max_retries,
                 backoff_base_seconds=base,
                 backoff_max_seconds=cap,
@@ -77,3 +77,9 @@ class App:
 
     def merged(self, other: App) -> App:
         return App({**self.types, **other.types})
+
+
+def _is_async(fn: Handler) -> bool:
+    """A coroutine function, or an object whose `__call__` is one."""
+    call = getattr(fn, "__call__", None)  # noqa: B004
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)

@@ -147,7 +147,10 @@ class Worker:
             # but its result is discarded and the attempt counts as timed out.
             call = loop.run_in_executor(self._threads, kind.handler, ctx, task.payload)
         timeout = self._timeout(task)
-        return await asyncio.wait_for(call, timeout) if timeout else await call
+        if not timeout:
+            return await call
+        async with asyncio.timeout(timeout):
+            return await call
 
     def _timeout(self, task: ClaimedTask) -> float | None:
         kind = self._app.get(task.task_type)

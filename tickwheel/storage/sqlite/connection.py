@@ -62,7 +62,7 @@ class Connection:
         if self._db is not None:
             await self.run(lambda db: db.close())
             self._db = None
-        self._executor.shutdown(wait=True)
+        self._executor.shutdown(wait=False)
 
 
 def _in_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
