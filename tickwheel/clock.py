@@ -42,11 +42,12 @@ class ManualClock:
         await asyncio.sleep(0)
 
 
-def to_datetime(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
-
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_datetime(ms: int | None) -> datetime | None:
+    # Integer arithmetic: a float of seconds loses microseconds beyond the year 2242.
+    return None if ms is None else _EPOCH + timedelta(milliseconds=ms)
 
 
 def to_ms(moment: datetime) -> int:

@@ -20,8 +20,10 @@ neither its minute nor its hour field starts with ``*`` (``30 2 * * *``,
 - Fall back, wildcard: real elapsed time through both copies of the hour
   (``*/15 * * * *`` fires at 01:00, 01:15, ... EDT, then again 01:00, ... EST).
 
-Known limit: cronsim assumes whole-hour DST shifts, so in Australia/Lord_Howe (30
-minutes) wildcard jobs can skip instances around its transitions.
+Known limits of cronsim: it assumes whole-hour DST shifts, so in Australia/Lord_Howe
+(30 minutes) wildcard jobs can skip instances around its transitions; and in zones that
+spring forward at local midnight (America/Santiago, America/Havana) a job on a range of
+hours (``* 1-3 * * 0``) can skip the first hour after the gap.
 
 Jitter shifts a whole schedule by a stable per-schedule offset, so every schedule keeps
 its exact period. After downtime, the fire times that fell in ``(last_due, now]`` were

@@ -42,6 +42,8 @@ class Batcher(Generic[T, R]):
             del self._waiting[: self._max_batch]
             try:
                 results = await self._flush([item for item, _ in batch])
+                if len(results) != len(batch):
+                    raise RuntimeError(f"flush answered {len(results)} of {len(batch)} items")
             except BaseException as error:
                 for _, future in batch:
                     if not future.done():

@@ -25,6 +25,8 @@ from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
+RELEASE_CHUNK = 5000
+
 CronHandler = Callable[[list[tuple[Route, int]], int], Coroutine[Any, Any, None]]
 
 
@@ -167,9 +169,24 @@ class TriggerEngine:
             return 0
         if len(self._wheels) > 1:
             due.sort(key=itemgetter(1))  # merge the partitions' runs, each already sorted
-        route = self._keys.route
-        items: list[ReadyItem] = []
         cron: list[tuple[Route, int]] = []
+        for start in range(0, len(due), RELEASE_CHUNK):
+            await self._release(due[start : start + RELEASE_CHUNK], cron)
+        if cron:
+            # Cron instances wait for their schedule to advance (and for the overlap
+            # check) before they reach the queue; the rest of the tick does not wait.
+            task = asyncio.create_task(self._on_cron(cron, self._clock.now_ms()))
+            self._cron_tasks.add(task)
+            task.add_done_callback(self._cron_tasks.discard)
+        self.released += len(due)
+        return len(due)
+
+    async def _release(self, due: list[tuple[int, int]], cron: list[tuple[Route, int]]) -> None:
+        """Push one chunk, stamped with the time it is pushed, then let workers run: a
+        large bucket reaches the workers chunk by chunk instead of all at the end."""
+        route = self._keys.route
+        now_ms = self._clock.now_ms()
+        items: list[ReadyItem] = []
         for key, due_ms in due:
             r = route(key)
             if r.is_cron:
@@ -177,11 +194,4 @@ class TriggerEngine:
             else:
                 items.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, now_ms))
         await self._queue.push(items)
-        if cron:
-            # Cron instances wait for their schedule to advance (and for the overlap
-            # check) before they reach the queue; the rest of the tick does not wait.
-            task = asyncio.create_task(self._on_cron(cron, now_ms))
-            self._cron_tasks.add(task)
-            task.add_done_callback(self._cron_tasks.discard)
-        self.released += len(due)
-        return len(due)
+        await asyncio.sleep(0)

@@ -28,9 +28,13 @@ def check_http_payload(payload: Any) -> None:
     if not isinstance(payload, dict):
         raise InvalidRequest("payload", "an http task's payload is an object with a url")
     url = payload.get("url")
-    if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except ValueError as error:
+        raise InvalidRequest("payload.url", f"not a URL: {error}") from None
+    if parts is None or parts.scheme not in ("http", "https"):
         raise InvalidRequest("payload.url", "an absolute http:// or https:// URL is required")
-    if not urlsplit(url).hostname:
+    if not parts.hostname:
         raise InvalidRequest("payload.url", "the URL has no host")
     method = payload.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in METHODS:
@@ -41,7 +45,9 @@ def check_http_payload(payload: Any) -> None:
     ):
         raise InvalidRequest("payload.headers", "an object of string header values")
     timeout = payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT)
-    if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_HTTP_TIMEOUT:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise InvalidRequest("payload.timeout_seconds", "a number of seconds")
+    if not 0 < timeout <= MAX_HTTP_TIMEOUT:
         raise InvalidRequest("payload.timeout_seconds", f"a number in (0, {MAX_HTTP_TIMEOUT}]")
 
 

@@ -54,8 +54,9 @@ class App:
         of this type that do not set their own."""
 
         def register(fn: F) -> F:
-            type_name = name or f"{fn.__module__}.{fn.__qualname__}"
-            if not TASK_TYPE.match(type_name):
+            default = f"{fn.__module__}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+            type_name = default if name is None else name
+            if not TASK_TYPE.fullmatch(type_name):
                 raise ValueError(f"task type {type_name!r} must match {TASK_TYPE.pattern}")
             base, cap = retry_backoff or (None, None)
             self.types[type_name] = TaskType(

@@ -1,6 +1,8 @@
 -- Named queries of the SQLite store, loaded by name (see tickwheel/storage/sqlite/queries.py).
 -- Batches arrive as one JSON array bound to a single parameter and read with json_each,
--- so a batch of any size is one statement.
+-- so a batch of any size is one statement. A unary + on a column keeps the planner from
+-- driving a batch update from an index over every pending task: the batch must be the
+-- outer loop, each row found by its primary key.
 
 -- name: insert_task
 INSERT INTO tasks (
@@ -14,7 +16,7 @@ SELECT COALESCE(MAX(seq), 0) FROM tasks;
 
 -- name: load_due_range
 SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL
-FROM tasks
+FROM tasks INDEXED BY tasks_pending_due
 WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions))
   AND due_time > :due_after AND due_time <= :due_until;
@@ -31,7 +33,7 @@ SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
     started_at = :now, triggered_at = c.triggered
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
-WHERE tasks.seq = c.cseq AND tasks.status = 'pending' AND tasks.due_time <= :now
+WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= :now
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
 
@@ -39,7 +41,7 @@ RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_e
 UPDATE tasks
 SET lease_expires_at = :until
 FROM (SELECT value ->> 0 AS fseq, value ->> 1 AS fence FROM json_each(:fences)) AS f
-WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND +tasks.status = 'running'
 RETURNING tasks.seq;
 
 -- name: finish
@@ -57,7 +59,7 @@ INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, starte
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: expired_leases
-SELECT {task_columns} FROM tasks
+SELECT {task_columns} FROM tasks INDEXED BY tasks_running_lease
 WHERE status = 'running' AND lease_expires_at < :now
   AND partition IN (SELECT value FROM json_each(:partitions))
 ORDER BY lease_expires_at
