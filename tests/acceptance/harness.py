@@ -89,6 +89,12 @@ class Tickwheel:
         return httpx.Client(base_url=self.url, timeout=30)
 
 
+class Backlogged(ThreadingHTTPServer):
+    # The default listen backlog of 5 drops the connections of a burst.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 @dataclass
 class Call:
     task_id: str
@@ -137,8 +143,7 @@ class Target:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = Backlogged(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self

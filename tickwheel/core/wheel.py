@@ -178,6 +178,20 @@ class TimingWheel:
             self._advance(target)
         return self._take(now_ms)
 
+    def prepare(self, until_ms: int) -> None:
+        """Stage the entries due up to ``until_ms`` into the sorted current run ahead of
+        time, releasing nothing: the cascade and sort of a large bucket happen before its
+        boundary, so at the boundary only the release is left (seed 002 "pre-warming").
+
+        Inserts for the staged seconds join the run in due order, and ``pop_due`` still
+        returns only what is due, so staging never makes anything early.
+        """
+        if self._late_dues:
+            self._merge_late()
+        target = until_ms // 1000
+        if target > self._cur:
+            self._advance(target)
+
     def next_due_ms(self) -> int | None:
         """The earliest time at which ``pop_due`` could return something.
 

@@ -26,6 +26,7 @@ from tickwheel.waiting import wait_event
 log = logging.getLogger(__name__)
 
 RELEASE_CHUNK = 5000
+PRESTAGE_MS = 1000
 
 CronHandler = Callable[[list[tuple[Route, int]], int], Coroutine[Any, Any, None]]
 
@@ -146,6 +147,9 @@ class TriggerEngine:
         while True:
             now = self._clock.now_ms()
             await self.tick(now)
+            # Cascade and sort the next second's buckets now, not at their boundary.
+            for wheel in self._wheels.values():
+                wheel.prepare(now + PRESTAGE_MS)
             next_due = min(
                 (d for w in self._wheels.values() if (d := w.next_due_ms()) is not None),
                 default=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 
 from tickwheel.errors import InvalidRequest, PermanentFailure
 from tickwheel.worker.context import TaskContext
@@ -52,32 +52,41 @@ def check_http_payload(payload: Any) -> None:
 
 
 class HttpCaller:
-    """One connection pool shared by every http task of a worker."""
+    """One connection pool shared by every http task of a worker.
+
+    aiohttp rather than httpx here: a burst of calls is bound by the client's per-request
+    CPU cost, and aiohttp's is several times lower.
+    """
 
     def __init__(self) -> None:
-        self._client = httpx.AsyncClient(
-            follow_redirects=False,
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        )
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:  # made inside the running loop, on first use
+            connector = aiohttp.TCPConnector(limit=200, ttl_dns_cache=60)
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        return self._session
 
     async def __call__(self, ctx: TaskContext, payload: dict[str, Any]) -> None:
         body = payload.get("body")
-        request = self._client.build_request(
+        headers = {
+            **payload.get("headers", {}),
+            "X-Tickwheel-Task-Id": ctx.task_id,
+            "X-Tickwheel-Attempt": str(ctx.attempt),
+            "Idempotency-Key": ctx.idempotency_key,
+        }
+        timeout = aiohttp.ClientTimeout(total=payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT))
+        # Network errors and timeouts propagate as ordinary errors: they are retried.
+        async with self._client().request(
             payload.get("method", "POST").upper(),
             payload["url"],
-            headers={
-                **payload.get("headers", {}),
-                "X-Tickwheel-Task-Id": ctx.task_id,
-                "X-Tickwheel-Attempt": str(ctx.attempt),
-                "Idempotency-Key": ctx.idempotency_key,
-            },
+            headers=headers,
             json=body if isinstance(body, dict | list) else None,
-            content=body if isinstance(body, str) else None,
-            timeout=payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT),
-        )
-        response = await self._client.send(request)  # network errors propagate: retried
-        await response.aclose()
-        status = response.status_code
+            data=body if isinstance(body, str) else None,
+            timeout=timeout,
+            allow_redirects=False,
+        ) as response:
+            status = response.status
         if 200 <= status < 300:
             return
         message = f"HTTP {status} from {payload['url']}"
@@ -86,7 +95,8 @@ class HttpCaller:
         raise PermanentFailure(message)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
 
 def builtin_app(caller: HttpCaller) -> App:

@@ -143,6 +143,12 @@ class WheelMachine(RuleBasedStateMachine):
         if next_due is not None:
             self._pop(next_due)
 
+    @rule(ahead=st.integers(0, 5_000))
+    def prepare_ahead(self, ahead: int) -> None:
+        # Staging the next seconds must change nothing that pop_due returns, when.
+        self.wheel.prepare(self.wheel.now_ms + ahead)
+        assert len(self.wheel) == len(self.model)
+
     def _pop(self, now_ms: int) -> None:
         before = self.wheel.now_ms
         next_due = self.wheel.next_due_ms()
