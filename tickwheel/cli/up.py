@@ -52,6 +52,15 @@ def up(
             help="How long a dead node keeps its partitions.",
         ),
     ] = 15.0,
+    max_payload_bytes: Annotated[
+        int,
+        typer.Option(
+            envvar=env("max_payload_bytes"),
+            min=1024,
+            max=64 * 1024 * 1024,
+            help="The largest task payload accepted (JSON bytes).",
+        ),
+    ] = 256 * 1024,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -68,6 +77,7 @@ def up(
         partitions=partitions,
         lease_seconds=lease_seconds,
         partition_lease_seconds=partition_lease_seconds,
+        max_payload_bytes=max_payload_bytes,
     )
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(

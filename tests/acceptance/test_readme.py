@@ -1,0 +1,49 @@
+"""The README's tour runs as printed against a real `tickwheel up`."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from harness import Tickwheel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tour_blocks() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    tour = readme.split("<!-- tour:start -->")[1].split("<!-- tour:end -->")[0]
+    return re.findall(r"```sh\n(.*?)```", tour, flags=re.DOTALL)
+
+
+def test_readme_opens_with_the_two_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    setup = readme.split("## Set up")[1].split("##")[0]
+    commands = [
+        line.split("#")[0].strip()
+        for line in re.findall(r"```sh\n(.*?)```", setup, re.S)[0].splitlines()
+    ]
+    assert commands == ["make up", "make test"]
+
+
+def test_tour_runs_verbatim(tickwheel_factory: type) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    # The tour talks to the default port; this server listens on a free one.
+    script = "\n".join(tour_blocks()).replace(":8700", f":{tw.port}")
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env={**tw.env, "TICKWHEEL_URL": tw.url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    out = result.stdout
+    assert '"status":"succeeded"' in out  # the http task, after its due time
+    assert '"outcome":"succeeded"' in out  # its history
+    assert '"status":"failed"' in out and "HTTP 404" in out  # the failing task
+    assert '"cancelled_instances":1' in out  # the cron task, disabled
+    assert '"field":"schedule.cron_expression"' in out  # bad input named
+    assert "noop" in out  # the CLI listing
