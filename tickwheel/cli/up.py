@@ -61,6 +61,16 @@ def up(
             help="The largest task payload accepted (JSON bytes).",
         ),
     ] = 256 * 1024,
+    shutdown_grace_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=env("shutdown_grace_seconds"),
+            min=0,
+            max=3600,
+            help="On SIGTERM, how long running tasks may take to finish before they are "
+            "interrupted and given back for a retry.",
+        ),
+    ] = 30.0,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -78,6 +88,7 @@ def up(
         lease_seconds=lease_seconds,
         partition_lease_seconds=partition_lease_seconds,
         max_payload_bytes=max_payload_bytes,
+        shutdown_grace_seconds=shutdown_grace_seconds,
     )
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(
@@ -86,7 +97,7 @@ def up(
         port=port,
         log_level=log_level.lower(),
         access_log=False,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
+        timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
     )
     typer.echo(f"Tickwheel listening on http://{host}:{port} (store: {database_url})")
     uvicorn.Server(config).run()
