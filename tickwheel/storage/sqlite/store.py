@@ -261,7 +261,6 @@ class SqliteStore:
 
 
 def _task_params(t: NewTask) -> list[Any]:
-    o = t.options
     return [
         t.task_id,
         t.partition,
@@ -269,14 +268,21 @@ def _task_params(t: NewTask) -> list[Any]:
         json.dumps(t.payload),
         str(t.schedule_type),
         t.schedule_id,
+        *_option_params(t.options),
+        t.due_ms,
+        t.created_ms,
+    ]
+
+
+def _option_params(o: TaskOptions) -> list[Any]:
+    """The option columns, in the order of `_options` and of both tables."""
+    return [
         o.queue,
         o.priority,
         o.max_retries,
         o.backoff_base_seconds,
         o.backoff_max_seconds,
         o.timeout_seconds,
-        t.due_ms,
-        t.created_ms,
     ]
 
 
@@ -368,17 +374,11 @@ def _finish(db: sqlite3.Connection, f: Finish) -> bool:
 
 
 def _schedule_params(s: ScheduleRecord) -> list[Any]:
-    o = s.options
     return [
         s.schedule_id,
         s.task_type,
         json.dumps(s.payload),
-        o.queue,
-        o.priority,
-        o.max_retries,
-        o.backoff_base_seconds,
-        o.backoff_max_seconds,
-        o.timeout_seconds,
+        *_option_params(s.options),
         s.cron_expression,
         s.timezone,
         s.jitter_seconds,
