@@ -524,6 +524,17 @@ async def test_a_finished_task_cannot_be_finished_twice(store: Store) -> None:
     assert len(await all_history(store, seq)) == 1
 
 
+async def test_two_ends_of_one_attempt_in_one_batch_apply_once(store: Store) -> None:
+    # A worker and the reaper may end the same attempt in the same group commit.
+    (seq,) = await store.insert_tasks([new_task("both")])
+    claimed = await claim(store, seq)
+    batch = [success(claimed, at=T0 + 5), success(claimed, at=T0 + 9)]
+
+    assert await store.finish(batch) == [True, False]
+    assert (await get(store, seq)).completed_ms == T0 + 5
+    assert len(await all_history(store, seq)) == 1
+
+
 async def test_a_retry_puts_the_task_back_to_pending(store: Store) -> None:
     (seq,) = await store.insert_tasks([new_task("flaky")])
     first = await claim(store, seq)

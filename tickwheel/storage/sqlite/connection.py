@@ -19,8 +19,6 @@ T = TypeVar("T")
 
 PRAGMAS = (
     "PRAGMA journal_mode = WAL",
-    # FULL: a commit survives power loss, not just a crash of the process. Group commit
-    # (engine/batcher.py) keeps the fsync count per task low.
     "PRAGMA synchronous = FULL",
     "PRAGMA busy_timeout = 10000",
     "PRAGMA foreign_keys = OFF",
@@ -33,6 +31,7 @@ class Connection:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sqlite-{name}")
         self._path = path
         self._db: sqlite3.Connection | None = None
+        self._synchronous = "FULL"
 
     async def open(self) -> None:
         await self.run(self._connect)
@@ -48,9 +47,27 @@ class Connection:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, work)
 
-    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work` inside BEGIN IMMEDIATE ... COMMIT (rolled back if it raises)."""
-        return await self.run(lambda db: _in_transaction(db, work))
+    async def transaction(
+        self, work: Callable[[sqlite3.Connection], T], *, acknowledged: bool = True
+    ) -> T:
+        """Run `work` inside BEGIN IMMEDIATE ... COMMIT (rolled back if it raises).
+
+        A write acknowledged to a client (a submission, a cancel) commits with
+        `synchronous = FULL`: it survives power loss. The engine's own writes (claims,
+        heartbeats, ends of attempts, leases) commit with NORMAL, which in WAL mode
+        survives a crash of the process but may lose the last commits on power loss;
+        that can only make a task run again, which at-least-once delivery allows.
+        """
+        level = "FULL" if acknowledged else "NORMAL"
+        return await self.run(lambda db: self._transaction(db, work, level))
+
+    def _transaction(
+        self, db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], level: str
+    ) -> T:
+        if level != self._synchronous:
+            db.execute(f"PRAGMA synchronous = {level}")
+            self._synchronous = level
+        return _in_transaction(db, work)
 
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if self._db is None:

@@ -45,14 +45,21 @@ WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND +tasks.status = 'runnin
 RETURNING tasks.seq;
 
 -- name: finish
+-- Ends of attempts, each [seq, fence, status, retry_at, ended, error]; a batch holds a
+-- seq at most once (the store splits repeats into a later round).
 UPDATE tasks
-SET status = :status, version = version + 1, lease_expires_at = NULL,
-    due_time = COALESCE(:retry_at, due_time),
-    triggered_at = CASE WHEN :retry_at IS NULL THEN triggered_at END,
-    completed_at = CASE WHEN :retry_at IS NULL THEN :ended END,
-    last_error = COALESCE(:error, last_error)
-WHERE seq = :seq AND version = :fence AND status = 'running'
-RETURNING attempts, started_at, worker_id, schedule_id;
+SET status = f.status, version = version + 1, lease_expires_at = NULL,
+    due_time = COALESCE(f.retry_at, due_time),
+    triggered_at = CASE WHEN f.retry_at IS NULL THEN triggered_at END,
+    completed_at = CASE WHEN f.retry_at IS NULL THEN f.ended END,
+    last_error = COALESCE(f.error, last_error)
+FROM (
+    SELECT value ->> 0 AS fseq, value ->> 1 AS fence, value ->> 2 AS status,
+           value ->> 3 AS retry_at, value ->> 4 AS ended, value ->> 5 AS error
+    FROM json_each(:finishes)
+) AS f
+WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND +tasks.status = 'running'
+RETURNING tasks.seq, attempts, started_at, worker_id, schedule_id;
 
 -- name: insert_execution
 INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)

@@ -149,18 +149,20 @@ class SqliteStore:
             "lease_until": now_ms + lease_ms,
             "worker_id": worker_id,
         }
-        rows = await self._writer.transaction(lambda db: db.execute(q("claim"), params).fetchall())
+        rows = await self._writer.transaction(
+            lambda db: db.execute(q("claim"), params).fetchall(), acknowledged=False
+        )
         return [_claimed(r) for r in rows]
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         params = {"fences": json.dumps(list(fences.items())), "until": until_ms}
         rows = await self._writer.transaction(
-            lambda db: db.execute(q("extend_leases"), params).fetchall()
+            lambda db: db.execute(q("extend_leases"), params).fetchall(), acknowledged=False
         )
         return set(fences) - {r[0] for r in rows}
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
-        return await self._writer.transaction(lambda db: [_finish(db, f) for f in finishes])
+        return await self._writer.transaction(lambda db: _finish(db, finishes), acknowledged=False)
 
     async def expired_leases(
         self, partitions: Collection[int], *, now_ms: int, limit: int
@@ -201,7 +203,7 @@ class SqliteStore:
         def work(db: sqlite3.Connection) -> list[int | None]:
             return [_advance(db, schedule, nxt, skip) for schedule, nxt, skip in advances]
 
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(work, acknowledged=False)
 
     async def set_schedule_status(self, schedule_id: str, status: str) -> ScheduleRecord | None:
         def work(db: sqlite3.Connection) -> ScheduleRecord | None:
@@ -229,11 +231,13 @@ class SqliteStore:
             }
             return dict(db.execute(q("acquire_leases"), params).fetchall())
 
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(work, acknowledged=False)
 
     async def release(self, node_id: str, held: Mapping[int, int]) -> None:
         rows = [(p, node_id, epoch) for p, epoch in held.items()]
-        await self._writer.transaction(lambda db: db.executemany(q("release_lease"), rows))
+        await self._writer.transaction(
+            lambda db: db.executemany(q("release_lease"), rows), acknowledged=False
+        )
 
     async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
         def work(db: sqlite3.Connection) -> set[int]:
@@ -251,7 +255,7 @@ class SqliteStore:
                     lost.add(partition)
             return lost
 
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(work, acknowledged=False)
 
     async def watermarks(self) -> dict[int, int]:
         return dict(await self._reader.run(lambda db: db.execute(q("watermarks")).fetchall()))
@@ -343,34 +347,27 @@ def _execution(r: Sequence[Any]) -> ExecutionRecord:
     return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8])
 
 
-def _finish(db: sqlite3.Connection, f: Finish) -> bool:
-    params = {
-        "status": str(f.status),
-        "retry_at": f.retry_at_ms,
-        "ended": f.ended_ms,
-        "error": f.error,
-        "seq": f.seq,
-        "fence": f.fence,
-    }
-    row = db.execute(q("finish"), params).fetchone()
-    if row is None:
-        return False
-    attempts, started, worker_id, schedule_id = row
-    db.execute(
-        q("insert_execution"),
-        (
-            f.seq,
-            schedule_id,
-            attempts,
-            f.fence,
-            worker_id,
-            started,
-            f.ended_ms,
-            str(f.outcome),
-            f.error,
-        ),
-    )
-    return True
+def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
+    """One UPDATE for the batch and one INSERT of its execution rows."""
+    first: dict[int, Finish] = {}
+    for f in finishes:
+        first.setdefault(f.seq, f)
+    batch = [
+        [f.seq, f.fence, str(f.status), f.retry_at_ms, f.ended_ms, f.error] for f in first.values()
+    ]
+    rows = db.execute(q("finish"), {"finishes": json.dumps(batch)}).fetchall()
+    executions = []
+    for seq, attempts, started, worker_id, schedule_id in rows:
+        f = first[seq]
+        run = (seq, schedule_id, attempts, f.fence, worker_id, started, f.ended_ms)
+        executions.append((*run, str(f.outcome), f.error))
+    db.executemany(q("insert_execution"), executions)
+    done = {row[0] for row in rows}
+    # A task ended twice in one batch (a worker and the reaper at once): the first end
+    # moved the version on, so each repeat is compared again in a later round.
+    repeats = [f for f in finishes if first[f.seq] is not f]
+    again = dict(zip(map(id, repeats), _finish(db, repeats), strict=True)) if repeats else {}
+    return [f.seq in done if first[f.seq] is f else again[id(f)] for f in finishes]
 
 
 def _schedule_params(s: ScheduleRecord) -> list[Any]:
