@@ -672,7 +672,7 @@ async def test_advance_with_a_stale_version_changes_nothing(store: Store) -> Non
     top = await store.max_seq()
     late = instance(schedule, T0 + 2 * DAY)
 
-    assert await store.advance_schedules([(schedule, late, first)]) == [None]
+    assert await store.advance_schedules([(schedule, late, (first, "skipped"))]) == [None]
 
     assert await store.get_schedule("nightly") == advanced
     assert await store.max_seq() == top
@@ -701,7 +701,8 @@ async def test_advance_batch_answers_each_schedule(store: Store) -> None:
 async def test_advance_can_skip_the_current_instance(store: Store) -> None:
     schedule, first = await create_schedule(store)
 
-    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), first)])
+    skip = (first, "skipped: test")
+    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), skip)])
 
     assert second is not None
     skipped = await get(store, first)

@@ -16,7 +16,7 @@ from tickwheel.engine.routing import Route
 from tickwheel.ids import new_id, partition_of
 from tickwheel.models import NewTask, ScheduleRecord, ScheduleType, Status
 from tickwheel.queue.base import ReadyItem, ReadyQueue
-from tickwheel.storage.base import ScheduleStore, TaskStore
+from tickwheel.storage.base import Advance, ScheduleStore, TaskStore
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +75,11 @@ class CronResolver:
             log.exception("advancing %d schedules failed", len(instances))
 
     async def _advance(self, instances: Sequence[tuple[Route, int]], now_ms: int) -> None:
+        # A wheel may hold an instance twice; both copies would race for one advance.
+        instances = list({route.seq: (route, due) for route, due in instances}.values())
         schedules = await self._store.schedules_of([route.seq for route, _ in instances])
         busy = await self._still_running(schedules.values())
-        advances: list[tuple[ScheduleRecord, NewTask, int | None]] = []
+        advances: list[Advance] = []
         released: list[ReadyItem] = []
         for route, due_ms in instances:
             item = ReadyItem(route.seq, route.queue, route.priority, due_ms, now_ms)
@@ -87,15 +89,17 @@ class CronResolver:
                 continue
             late = now_ms - due_ms > MISFIRE_GRACE_MS
             misfire = MisfirePolicy(schedule.misfire_policy)
-            skip = (late and misfire is MisfirePolicy.SKIP) or (
-                schedule.overlap_policy == OverlapPolicy.SKIP and schedule.previous_seq in busy
-            )
+            skip = None
+            if late and misfire is MisfirePolicy.SKIP:
+                skip = (route.seq, "skipped: misfired after downtime (misfire_policy skip)")
+            elif schedule.overlap_policy == OverlapPolicy.SKIP and schedule.previous_seq in busy:
+                skip = (route.seq, "skipped: the previous instance was still running")
             # After downtime run once (or not at all), then carry on from now; RUN_ALL
             # walks through every missed slot instead.
             after = due_ms if not late or misfire is MisfirePolicy.RUN_ALL else now_ms
             nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
-            advances.append((schedule, nxt, route.seq if skip else None))
-            if not skip:
+            advances.append((schedule, nxt, skip))
+            if skip is None:
                 released.append(item)
         results = await self._store.advance_schedules(advances) if advances else []
         lost = {

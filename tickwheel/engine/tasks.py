@@ -227,8 +227,10 @@ class TaskService:
         Returns how many instances were cancelled."""
         schedule = await self._store.get_schedule(task_id)
         if schedule is not None:
-            await self._store.set_schedule_status(task_id, "cancelled")
-            if schedule.current_seq is None:
+            # The instance current as the schedule stops, read in the same transaction:
+            # an advance racing this cancel either happened before it or cannot happen.
+            schedule = await self._store.set_schedule_status(task_id, "cancelled")
+            if schedule is None or schedule.current_seq is None:
                 return 0
             current = await self._store.get_tasks([schedule.current_seq])
             return int(bool(current) and await self._cancel_record(current[0], quiet=True))

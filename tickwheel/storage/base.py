@@ -30,6 +30,10 @@ class TaskFilter:
     schedule_id: str | None = None
 
 
+# (schedule, its next instance, (seq, reason) of an instance to skip or None)
+Advance = tuple[ScheduleRecord, NewTask, tuple[int, str] | None]
+
+
 class TaskStore(Protocol):
     async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
         """Commit all the tasks in one transaction; return their seqs in order."""
@@ -102,12 +106,11 @@ class ScheduleStore(Protocol):
         """The active schedules whose current instance is one of `seqs`, keyed by that seq."""
         ...
 
-    async def advance_schedules(
-        self, advances: Sequence[tuple[ScheduleRecord, NewTask, int | None]]
-    ) -> list[int | None]:
-        """For each (schedule, next instance, instance to skip): if the schedule's version
-        still holds, insert the next instance, make it current, cancel the skipped one.
-        Returns the new seq, or None where the compare-and-set lost."""
+    async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
+        """For each (schedule, next instance, skip): if the schedule's version still holds,
+        insert the next instance and make it current. A skip (seq, reason) cancels that
+        instance with the reason, and the previous instance stays the one an overlap
+        check looks at. Returns the new seq, or None where the compare-and-set lost."""
         ...
 
     async def set_schedule_status(self, schedule_id: str, status: str) -> ScheduleRecord | None: ...

@@ -111,13 +111,14 @@ WHERE status = 'active' AND current_seq IN (SELECT value FROM json_each(?));
 
 -- name: advance_schedule
 UPDATE schedules
-SET version = version + 1, previous_seq = current_seq, current_seq = :next_seq
+SET version = version + 1, current_seq = :next_seq,
+    -- A skipped instance never ran: the overlap check keeps watching the one before it.
+    previous_seq = CASE WHEN :skipped THEN previous_seq ELSE current_seq END
 WHERE schedule_id = :schedule_id AND version = :version AND status = 'active';
 
 -- name: skip_instance
 UPDATE tasks
-SET status = 'cancelled', version = version + 1, completed_at = :now,
-    last_error = 'skipped: the previous instance was still running'
+SET status = 'cancelled', version = version + 1, completed_at = :now, last_error = :reason
 WHERE seq = :seq AND status = 'pending';
 
 -- name: set_schedule_status

@@ -24,7 +24,7 @@ from tickwheel.models import (
     TaskRecord,
     WheelEntry,
 )
-from tickwheel.storage.base import TaskFilter
+from tickwheel.storage.base import Advance, TaskFilter
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
 
@@ -197,9 +197,7 @@ class SqliteStore:
         schedules = [_schedule(r) for r in rows]
         return {s.current_seq: s for s in schedules if s.current_seq is not None}
 
-    async def advance_schedules(
-        self, advances: Sequence[tuple[ScheduleRecord, NewTask, int | None]]
-    ) -> list[int | None]:
+    async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
         def work(db: sqlite3.Connection) -> list[int | None]:
             return [_advance(db, schedule, nxt, skip) for schedule, nxt, skip in advances]
 
@@ -409,13 +407,19 @@ def _schedule(r: Sequence[Any]) -> ScheduleRecord:
 
 
 def _advance(
-    db: sqlite3.Connection, schedule: ScheduleRecord, nxt: NewTask, skip: int | None
+    db: sqlite3.Connection, schedule: ScheduleRecord, nxt: NewTask, skip: tuple[int, str] | None
 ) -> int | None:
     (seq,) = _insert_task_rows(db, [_task_params(nxt)])
-    params = {"next_seq": seq, "schedule_id": schedule.schedule_id, "version": schedule.version}
+    params = {
+        "next_seq": seq,
+        "schedule_id": schedule.schedule_id,
+        "version": schedule.version,
+        "skipped": skip is not None,
+    }
     if not db.execute(q("advance_schedule"), params).rowcount:
         db.execute("DELETE FROM tasks WHERE seq = ?", (seq,))
         return None
     if skip is not None:
-        db.execute(q("skip_instance"), {"seq": skip, "now": nxt.created_ms})
+        skipped, reason = skip
+        db.execute(q("skip_instance"), {"seq": skipped, "now": nxt.created_ms, "reason": reason})
     return seq
