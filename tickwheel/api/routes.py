@@ -86,12 +86,10 @@ async def list_tasks(
     next_token: Annotated[str | None, Query(max_length=64)] = None,
 ) -> TaskPage:
     where = TaskFilter(statuses=tuple(status or ()), task_type=task_type)
-    found = await node_of(request).service.list_tasks(
+    found, cursor = await node_of(request).service.list_tasks(
         where, before_seq=decode_token(next_token), limit=limit
     )
-    token = None
-    if len(found) == limit and found[-1].record is not None:
-        token = encode_token(found[-1].record.seq)
+    token = encode_token(cursor) if cursor is not None else None
     return TaskPage(tasks=[views.task_out(v) for v in found], next_token=token)
 
 

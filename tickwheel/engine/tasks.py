@@ -184,14 +184,18 @@ class TaskService:
 
     async def list_tasks(
         self, where: TaskFilter, *, before_seq: int | None, limit: int
-    ) -> list[TaskView]:
-        if Status.READY in where.statuses and Status.PENDING not in where.statuses:
-            where = replace(where, statuses=(*where.statuses, Status.PENDING))
+    ) -> tuple[list[TaskView], int | None]:
+        """A page of tasks, newest first, and the cursor of the next page (None at the end)."""
+        wanted = where.statuses
+        if Status.READY in wanted and Status.PENDING not in wanted:
+            # `ready` is stored as pending: read those, then keep the ones now derived ready.
+            where = replace(where, statuses=(*wanted, Status.PENDING))
         records = await self._store.list_tasks(where, before_seq=before_seq, limit=limit)
         views = await self._views(records)
-        if where.statuses:
-            views = [v for v in views if v.status in where.statuses]
-        return views
+        # The next page starts below the last row read, not the last row kept: a page
+        # thinned by the derived-status filter must not end the listing early.
+        cursor = records[-1].seq if len(records) == limit else None
+        return [v for v in views if v.status in wanted] if wanted else views, cursor
 
     async def history(
         self, task_id: str, *, before_id: int | None, limit: int
