@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -106,29 +106,44 @@ class Worker:
     # -- running -------------------------------------------------------------
 
     async def _run(self, task: ClaimedTask) -> None:
+        fail = self._dispatcher.fail
         try:
             await self._execute(task)
-            written = await self._dispatcher.succeed(task)
         except asyncio.CancelledError:
             if task.seq in self._revoked:
                 self._revoked.discard(task.seq)
                 log.info("stopped: the task was cancelled or taken over", extra=_ids(task))
                 return
             # Shutdown past its grace period: give the task back as a failed attempt.
-            await self._dispatcher.fail(task, "worker shut down mid-run", retryable=True)
+            await self._record(fail(task, "worker shut down mid-run", retryable=True), task)
             raise
         except PermanentFailure as error:
-            written = await self._dispatcher.fail(task, _describe(error), retryable=False)
-        except TimeoutError:
-            message = f"timed out after {self._timeout(task)} s"
-            written = await self._dispatcher.fail(
-                task, message, outcome=Outcome.TIMED_OUT, retryable=True
-            )
+            end = fail(task, _describe(error), retryable=False)
+        except TimeoutError as error:
+            limit = self._timeout(task)
+            if limit is None:  # the handler's own timeout, not ours: an ordinary failure
+                end = fail(task, _describe(error), retryable=True)
+            else:
+                end = fail(
+                    task, f"timed out after {limit} s", outcome=Outcome.TIMED_OUT, retryable=True
+                )
         except Exception as error:
-            written = await self._dispatcher.fail(task, _describe(error), retryable=True)
+            end = fail(task, _describe(error), retryable=True)
+        else:
+            end = self._dispatcher.succeed(task)
+        await self._record(end, task)
+        self.completed += 1
+
+    async def _record(self, writing: Awaitable[bool], task: ClaimedTask) -> None:
+        """Await the write of an attempt's end. If the store cannot take it, the lease
+        runs out and the reaper retries the task: at least once, never lost."""
+        try:
+            written = await writing
+        except Exception:
+            log.exception("could not record the end of an attempt", extra=_ids(task))
+            return
         if not written:
             log.warning("result refused: stale fence %d", task.fence, extra=_ids(task))
-        self.completed += 1
 
     async def _execute(self, task: ClaimedTask) -> Any:
         kind = self._app.get(task.task_type)
