@@ -104,6 +104,7 @@ class WheelEntry:
     queue: str
     priority: int
     is_cron: bool
+    mark: int = 0  # when it last became pending (see the loader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +137,8 @@ class Finish:
     ended_ms: int
     error: str | None = None
     retry_at_ms: int | None = None
+    # The reaper's ends apply only if the lease really ran out before this time.
+    lease_expired_before: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -316,18 +316,42 @@ async def test_load_pending_returns_only_the_given_partitions(store: Store) -> N
     assert await store.load_pending([], due_after=None, due_until=T0) == []
 
 
-async def test_load_pending_after_a_seq(store: Store) -> None:
+async def test_load_pending_after_a_mark(store: Store) -> None:
     (old,) = await store.insert_tasks([new_task("old", due=T0 - DAY)])
-    mark = await store.max_seq()
+    mark = await store.max_mark()
     new, _, _ = await store.insert_tasks(
         [new_task("new"), new_task("later", due=T0 + DAY), new_task("p4", partition=4)]
     )
     running, last = await store.insert_tasks([new_task("running"), new_task("last", due=T0 - 5)])
     await claim(store, running)
 
-    rows = await store.load_pending([0], due_after=None, due_until=T0, seq_after=mark)
-    assert old == mark < new
-    assert {r.seq for r in rows} == {new, last}  # not: too late, elsewhere, running, old
+    rows = await store.load_pending([0], due_after=None, due_until=T0, mark_after=mark)
+    assert old < new
+    assert {r.seq for r in rows} == {new, last}  # not: too late, elsewhere, running
+
+
+async def test_a_retried_task_gets_a_new_mark_and_is_loaded_again(store: Store) -> None:
+    # A retry keeps its seq; the loader must still see it become pending again.
+    (seq,) = await store.insert_tasks([new_task("flaky")])
+    first = await claim(store, seq)
+    mark = await store.max_mark()
+    assert await store.load_pending([0], due_after=None, due_until=T0 + DAY, mark_after=mark) == []
+
+    assert await store.finish([retry(first, at=T0 + 10, retry_at=T0 + 5_000)]) == [True]
+
+    assert await store.max_mark() > mark
+    rows = await store.load_pending([0], due_after=None, due_until=T0 + DAY, mark_after=mark)
+    assert [(r.seq, r.due_ms) for r in rows] == [(seq, T0 + 5_000)]
+
+
+async def test_the_reaper_loses_to_a_heartbeat_that_extended_the_lease(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("alive")])
+    claimed = await claim(store, seq)
+    assert await store.extend_leases({seq: claimed.fence}, until_ms=T0 + 10 * DAY) == set()
+    reaped = replace(retry(claimed, at=T0 + 10, retry_at=T0 + 20), lease_expired_before=T0 + 10)
+
+    assert await store.finish([reaped]) == [False]
+    assert await store.finish([success(claimed, at=T0 + 11)]) == [True]
 
 
 async def test_wheel_entries_carry_routing(store: Store) -> None:
@@ -336,10 +360,12 @@ async def test_wheel_entries_carry_routing(store: Store) -> None:
 
     rows = await store.load_pending([1], due_after=None, due_until=T0)
 
-    assert sorted(rows, key=lambda r: r.seq) == [
+    got = sorted(rows, key=lambda r: r.seq)
+    assert [replace(r, mark=0) for r in got] == [
         WheelEntry(seq=plain, partition=1, due_ms=T0, queue="emails", priority=7, is_cron=False),
         WheelEntry(seq=cron, partition=1, due_ms=T0 - 10, queue="cron", priority=3, is_cron=True),
     ]
+    assert 0 < got[0].mark < got[1].mark  # stamped in commit order
 
 
 # -- claims ------------------------------------------------------------------

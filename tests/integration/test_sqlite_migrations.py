@@ -16,7 +16,11 @@ def _schema(db: sqlite3.Connection) -> set[tuple[str, str, str]]:
         "SELECT type, name, sql FROM sqlite_master"
         " WHERE name NOT LIKE 'sqlite_%' AND name != 'schema_migrations'"
     )
-    return {(kind, name, " ".join(sql.split())) for kind, name, sql in rows if sql}
+    return {(kind, name, " ".join(_uncommented(sql).split())) for kind, name, sql in rows if sql}
+
+
+def _uncommented(sql: str) -> str:
+    return "\n".join(line.split("--")[0] for line in sql.splitlines())
 
 
 def test_migrations_match_schema_sql(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from tickwheel.clock import Clock
 from tickwheel.engine import attempts
@@ -53,14 +54,17 @@ class Reaper:
         now = self._clock.now_ms()
         expired = await self._store.expired_leases(partitions, now_ms=now, limit=self._batch)
         ends = [
-            attempts.failed(
-                t.seq,
-                t.version,
-                attempt=t.attempts,
-                options=t.options,
-                outcome=Outcome.LEASE_EXPIRED,
-                error=f"lease expired: worker {t.worker_id} stopped heartbeating",
-                now_ms=now,
+            replace(
+                attempts.failed(
+                    t.seq,
+                    t.version,
+                    attempt=t.attempts,
+                    options=t.options,
+                    outcome=Outcome.LEASE_EXPIRED,
+                    error=f"lease expired: worker {t.worker_id} stopped heartbeating",
+                    now_ms=now,
+                ),
+                lease_expired_before=now,
             )
             for t in expired
         ]

@@ -2,9 +2,11 @@
 
 Tasks due within the horizon live on the wheels; later ones stay only in the store
 and are loaded as the horizon advances (a range scan on (partition, due_time)).
-Tasks committed after a load with a due time already inside the loaded range are
-found by a scan of seqs above the last one seen, so inserts by other processes reach
-the wheels too. A tick releases exactly what is due, in due order, to the ready queue.
+Every time a task becomes pending (inserted, retried, reaped) it is stamped with a new
+mark from a counter in the store, and the loader scans marks above the last one seen:
+so a task made pending inside the loaded range, by this process or any other, reaches
+its wheel within a load interval even if nothing told this process about it. A tick
+releases exactly what is due, in due order, to the ready queue.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class TriggerEngine:
         self._wheels: dict[int, TimingWheel] = {}
         self._load_lock = asyncio.Lock()
         self._loaded_until = clock.now_ms()
-        self._seq_seen = 0
+        self._mark_seen = 0
         self._wakeup = asyncio.Event()
         self._load_now = asyncio.Event()
         self._cron_tasks: set[asyncio.Task[None]] = set()
@@ -66,7 +68,7 @@ class TriggerEngine:
         return frozenset(self._wheels)
 
     async def start(self) -> None:
-        self._seq_seen = await self._store.max_seq()
+        self._mark_seen = await self._store.max_mark()
 
     async def gain(self, partition: int) -> None:
         """Own a partition: load everything pending in it up to the loaded horizon,
@@ -128,18 +130,20 @@ class TriggerEngine:
             if not owned:
                 self._loaded_until = max(self._loaded_until, target)
                 return
-            mark = await self._store.max_seq()
+            mark = await self._store.max_mark()
             rows = await self._store.load_pending(
                 owned, due_after=self._loaded_until, due_until=target
             )
             new = await self._store.load_pending(
-                owned, due_after=None, due_until=target, seq_after=self._seq_seen
+                owned, due_after=None, due_until=target, mark_after=self._mark_seen
             )
             in_range = {r.seq for r in rows}
             self._insert(rows)
             self._insert(r for r in new if r.seq not in in_range)
             self._loaded_until = target
-            self._seq_seen = max([mark, self._seq_seen, *(r.seq for r in new)])
+            # Marks follow commit order, so every mark up to the highest one returned
+            # was visible to the scan: none of them needs to be read again.
+            self._mark_seen = max([mark, self._mark_seen, *(r.mark for r in new)])
 
     # -- the tick ------------------------------------------------------------
 

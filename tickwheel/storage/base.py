@@ -65,12 +65,18 @@ class DispatchStore(Protocol):
         *,
         due_after: int | None,
         due_until: int,
-        seq_after: int | None = None,
+        mark_after: int | None = None,
     ) -> list[WheelEntry]:
-        """Pending tasks of `partitions` due in (due_after, due_until], or with seq > seq_after."""
+        """Pending tasks of `partitions` due by `due_until`: those due after `due_after`
+        (None: all), or, when `mark_after` is given instead, those made pending (inserted,
+        retried, reaped) since that mark."""
         ...
 
     async def max_seq(self) -> int: ...
+
+    async def max_mark(self) -> int:
+        """The latest mark stamped on a task made pending."""
+        ...
 
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str

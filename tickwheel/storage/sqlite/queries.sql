@@ -6,25 +6,32 @@
 
 -- name: insert_task
 INSERT INTO tasks (
-    seq, task_id, partition, task_type, payload, status, schedule_type, schedule_id,
+    seq, mark, task_id, partition, task_type, payload, status, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at
-) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: max_seq
 SELECT COALESCE(MAX(seq), 0) FROM tasks;
 
+-- name: max_mark
+SELECT CAST(value AS INTEGER) FROM cluster WHERE key = 'mark';
+
+-- name: take_marks
+UPDATE cluster SET value = CAST(value AS INTEGER) + :count WHERE key = 'mark'
+RETURNING CAST(value AS INTEGER);
+
 -- name: load_due_range
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
 FROM tasks INDEXED BY tasks_pending_due
 WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions))
   AND due_time > :due_after AND due_time <= :due_until;
 
 -- name: load_new
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL
-FROM tasks
-WHERE seq > :seq_after AND status = 'pending' AND due_time <= :due_until
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+FROM tasks INDEXED BY tasks_pending_mark
+WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
   AND partition IN (SELECT value FROM json_each(:partitions));
 
 -- name: claim
@@ -45,20 +52,25 @@ WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND +tasks.status = 'runnin
 RETURNING tasks.seq;
 
 -- name: finish
--- Ends of attempts, each [seq, fence, status, retry_at, ended, error]; a batch holds a
--- seq at most once (the store splits repeats into a later round).
+-- Ends of attempts, each [seq, fence, status, retry_at, ended, error, mark, expired_before];
+-- a batch holds a seq at most once (the store splits repeats into a later round). A retry
+-- gets a new mark; the reaper's ends also require the lease to have run out, so a
+-- heartbeat that just extended it wins.
 UPDATE tasks
 SET status = f.status, version = version + 1, lease_expires_at = NULL,
+    mark = COALESCE(f.mark, tasks.mark),
     due_time = COALESCE(f.retry_at, due_time),
     triggered_at = CASE WHEN f.retry_at IS NULL THEN triggered_at END,
     completed_at = CASE WHEN f.retry_at IS NULL THEN f.ended END,
     last_error = COALESCE(f.error, last_error)
 FROM (
     SELECT value ->> 0 AS fseq, value ->> 1 AS fence, value ->> 2 AS status,
-           value ->> 3 AS retry_at, value ->> 4 AS ended, value ->> 5 AS error
+           value ->> 3 AS retry_at, value ->> 4 AS ended, value ->> 5 AS error,
+           value ->> 6 AS mark, value ->> 7 AS expired_before
     FROM json_each(:finishes)
 ) AS f
 WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND +tasks.status = 'running'
+  AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
 RETURNING tasks.seq, attempts, started_at, worker_id, schedule_id;
 
 -- name: insert_execution

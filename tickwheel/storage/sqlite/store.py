@@ -52,6 +52,7 @@ class SqliteStore:
             return int(row[0])
         count = self._wanted_partitions
         db.execute("INSERT INTO cluster (key, value) VALUES ('partitions', ?)", (str(count),))
+        db.execute("INSERT INTO cluster (key, value) VALUES ('mark', '0')")
         db.executemany(
             "INSERT INTO partition_leases (partition) VALUES (?)", [(p,) for p in range(count)]
         )
@@ -121,10 +122,10 @@ class SqliteStore:
         *,
         due_after: int | None,
         due_until: int,
-        seq_after: int | None = None,
+        mark_after: int | None = None,
     ) -> list[WheelEntry]:
         parts = json.dumps(sorted(partitions))
-        if seq_after is None:
+        if mark_after is None:
             name = "load_due_range"
             params: dict[str, Any] = {
                 "partitions": parts,
@@ -133,12 +134,15 @@ class SqliteStore:
             }
         else:
             name = "load_new"
-            params = {"partitions": parts, "seq_after": seq_after, "due_until": due_until}
+            params = {"partitions": parts, "mark_after": mark_after, "due_until": due_until}
         rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
-        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in rows]
 
     async def max_seq(self) -> int:
         return int(await self._reader.run(lambda db: db.execute(q("max_seq")).fetchone()[0]))
+
+    async def max_mark(self) -> int:
+        return int(await self._reader.run(lambda db: db.execute(q("max_mark")).fetchone()[0]))
 
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
@@ -293,8 +297,19 @@ def _insert_task_rows(db: sqlite3.Connection, rows: list[list[Any]]) -> list[int
     # transaction is the commit order, which the loader's "seq after" scan relies on.
     first = db.execute(q("max_seq")).fetchone()[0] + 1
     seqs = list(range(first, first + len(rows)))
-    db.executemany(q("insert_task"), [[s, *r] for s, r in zip(seqs, rows, strict=True)])
+    marks = _take_marks(db, len(rows))
+    db.executemany(
+        q("insert_task"), [[s, m, *r] for s, m, r in zip(seqs, marks, rows, strict=True)]
+    )
     return seqs
+
+
+def _take_marks(db: sqlite3.Connection, count: int) -> range:
+    """`count` new marks, above every mark committed before (one writer at a time)."""
+    if count == 0:
+        return range(0)
+    (top,) = db.execute(q("take_marks"), {"count": count}).fetchone()
+    return range(top - count + 1, top + 1)
 
 
 def _options(r: Sequence[Any], at: int) -> TaskOptions:
@@ -350,8 +365,14 @@ def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
     first: dict[int, Finish] = {}
     for f in finishes:
         first.setdefault(f.seq, f)
+    retries = iter(_take_marks(db, sum(f.retry_at_ms is not None for f in first.values())))
     batch = [
-        [f.seq, f.fence, str(f.status), f.retry_at_ms, f.ended_ms, f.error] for f in first.values()
+        [
+            *(f.seq, f.fence, str(f.status), f.retry_at_ms, f.ended_ms, f.error),
+            None if f.retry_at_ms is None else next(retries),
+            f.lease_expired_before,
+        ]
+        for f in first.values()
     ]
     rows = db.execute(q("finish"), {"finishes": json.dumps(batch)}).fetchall()
     executions = []

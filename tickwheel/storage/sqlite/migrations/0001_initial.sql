@@ -35,6 +35,9 @@ CREATE TABLE tasks (
     payload           TEXT NOT NULL,
     status            TEXT NOT NULL,
     version           INTEGER NOT NULL DEFAULT 0,
+    -- Stamped from a counter each time the task becomes pending (inserted, retried,
+    -- reaped): the loader finds every such change by scanning marks above the last seen.
+    mark              INTEGER NOT NULL DEFAULT 0,
     schedule_type     TEXT NOT NULL,
     schedule_id       TEXT REFERENCES schedules (schedule_id),
     queue             TEXT NOT NULL,
@@ -56,6 +59,8 @@ CREATE TABLE tasks (
 
 -- The loader's range scan: pending tasks of a partition by due time.
 CREATE INDEX tasks_pending_due ON tasks (partition, due_time) WHERE status = 'pending';
+-- The loader's scan for tasks made pending since its last pass.
+CREATE INDEX tasks_pending_mark ON tasks (mark) WHERE status = 'pending';
 -- The reaper's scan: leases that ran out.
 CREATE INDEX tasks_running_lease ON tasks (lease_expires_at) WHERE status = 'running';
 CREATE INDEX tasks_status ON tasks (status, seq);
