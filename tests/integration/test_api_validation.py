@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -65,6 +66,13 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("unknown field", {"task_type": "noop", "colour": "blue"}, "colour"),
 ]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
 
 
 async def _stored(api: httpx.AsyncClient) -> int:
@@ -134,3 +142,58 @@ async def test_page_size_is_bounded(api: httpx.AsyncClient, limit: int) -> None:
     response = await api.get("/api/tasks", params={"limit": limit})
     assert response.status_code == 422
     assert response.json()["field"] == "limit"
+
+
+async def test_oversized_chunked_body_is_413_naming_payload(
+    api: httpx.AsyncClient, node: Node
+) -> None:
+    chunk = b"x" * 65536
+
+    async def body() -> Any:
+        yield b'{"task_type": "noop", "payload": "'
+        for _ in range(node.settings.max_payload_bytes // len(chunk) + 4):
+            yield chunk
+        yield b'"}'
+
+    response = await api.post(
+        "/api/tasks", content=body(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.json()["field"] == "payload"
+    assert await _stored(api) == 0
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ("\ud800", "Unicode"),
+        (_nested(100), "deeper"),
+    ],
+    ids=["lone-surrogate", "too-deep"],
+)
+async def test_payloads_that_could_not_be_read_back_are_refused(
+    api: httpx.AsyncClient, payload: Any, reason: str
+) -> None:
+    body = json.dumps({"task_type": "noop", "payload": payload})  # escapes the surrogate
+    response = await api.post(
+        "/api/tasks", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.json()["field"] == "payload"
+    assert reason in response.json()["message"]
+    assert await _stored(api) == 0
+
+
+@pytest.mark.parametrize("due", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00"])
+async def test_due_times_out_of_range_are_refused(api: httpx.AsyncClient, due: str) -> None:
+    body = {"task_type": "noop", "schedule": {"type": "delayed", "due_time": due}}
+    response = await api.post("/api/tasks", json=body)
+    assert response.status_code == 422
+    assert response.json()["field"] == "schedule.due_time"
+    assert await _stored(api) == 0
+
+
+async def test_utf8_payload_is_measured_in_utf8_bytes(api: httpx.AsyncClient, node: Node) -> None:
+    text = "é" * (node.settings.max_payload_bytes // 2 - 100)  # 2 bytes each in UTF-8
+    response = await api.post("/api/tasks", json={"task_type": "noop", "payload": text})
+    assert response.status_code == 201

@@ -28,18 +28,25 @@ class BodyLimit:
             await self._reject(send)
             return
         seen = 0
-        started = False
+        too_large = started = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, too_large
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
+                too_large = True
                 raise BodyTooLarge
             return message
 
         async def tracked(message: Message) -> None:
+            # The app may turn our exception into its own 400; the answer is our 413.
             nonlocal started
+            if too_large:
+                if not started and message["type"] == "http.response.start":
+                    started = True
+                    await self._reject(send)
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 

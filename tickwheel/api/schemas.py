@@ -6,7 +6,7 @@ and never reaches the engine.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -15,6 +15,8 @@ from tickwheel.core import cron
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 
 TEN_YEARS = 10 * 366 * 86400.0
+EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
 NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
 
 
@@ -42,6 +44,13 @@ class ScheduleIn(Strict):
     jitter_seconds: int = Field(0, ge=0, le=86400)
     misfire_policy: cron.MisfirePolicy = cron.MisfirePolicy.RUN_ONCE
     overlap_policy: cron.OverlapPolicy = cron.OverlapPolicy.ALLOW
+
+    @field_validator("due_time")
+    @classmethod
+    def _plausible_due_time(cls, value: datetime | None) -> datetime | None:
+        if value is not None and not EARLIEST_DUE <= value <= LATEST_DUE:
+            raise ValueError(f"must be between {EARLIEST_DUE.year} and {LATEST_DUE.year}")
+        return value
 
     @field_validator("cron_expression")
     @classmethod

@@ -7,6 +7,7 @@ create one next instance, not two. Misfire and overlap policies are applied here
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
@@ -68,11 +69,19 @@ class CronResolver:
         self._on_created = on_created
 
     async def on_triggered(self, instances: Sequence[tuple[Route, int]], now_ms: int) -> None:
-        try:
-            await self._advance(instances, now_ms)
-        except Exception:
-            # The instances stay pending in the store: the reconciling load finds them.
-            log.exception("advancing %d schedules failed", len(instances))
+        """Advance the schedules of released instances, then queue the instances. Until
+        that succeeds they wait (pending in the store, so a restart releases them again)."""
+        delay = 1.0
+        while True:
+            try:
+                await self._advance(instances, now_ms)
+                return
+            except Exception:
+                log.exception(
+                    "advancing %d schedules failed; again in %.0f s", len(instances), delay
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 60.0)
 
     async def _advance(self, instances: Sequence[tuple[Route, int]], now_ms: int) -> None:
         # A wheel may hold an instance twice; both copies would race for one advance.
@@ -97,7 +106,12 @@ class CronResolver:
             # After downtime run once (or not at all), then carry on from now; RUN_ALL
             # walks through every missed slot instead.
             after = due_ms if not late or misfire is MisfirePolicy.RUN_ALL else now_ms
-            nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
+            try:
+                nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
+            except ValueError:  # an expression that never fires again ends its schedule
+                log.exception("schedule %s has no next fire time", schedule.schedule_id)
+                released.append(item)
+                continue
             advances.append((schedule, nxt, skip))
             if skip is None:
                 released.append(item)

@@ -29,6 +29,21 @@ from tickwheel.models import (
 from tickwheel.storage.base import Store, TaskFilter
 
 MAX_CANCEL_RACES = 5
+MAX_PAYLOAD_DEPTH = 64
+
+
+def _depth(value: Any) -> int:
+    """How deeply JSON containers nest, without recursion (a hostile payload is deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth > MAX_PAYLOAD_DEPTH:
+                break
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +173,14 @@ class TaskService:
         return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
 
     def _check_payload(self, payload: Any) -> None:
-        size = len(json.dumps(payload).encode())
+        if _depth(payload) > MAX_PAYLOAD_DEPTH:
+            raise InvalidRequest("payload", f"nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+        try:
+            size = len(json.dumps(payload, ensure_ascii=False).encode())
+        except UnicodeEncodeError:
+            raise InvalidRequest(
+                "payload", "text must be valid Unicode (a lone surrogate?)"
+            ) from None
         if size > self.max_payload_bytes:
             raise InvalidRequest(
                 "payload", f"{size} bytes is more than the limit of {self.max_payload_bytes}"

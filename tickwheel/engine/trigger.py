@@ -150,7 +150,11 @@ class TriggerEngine:
     async def run_trigger(self, max_sleep_seconds: float = 0.25) -> None:
         while True:
             now = self._clock.now_ms()
-            await self.tick(now)
+            try:
+                await self.tick(now)
+            except Exception:  # a failed push must not stop the clock
+                log.exception("releasing due tasks failed; retrying")
+                await asyncio.sleep(0.1)
             # Cascade and sort the next second's buckets now, not at their boundary.
             for wheel in self._wheels.values():
                 wheel.prepare(now + PRESTAGE_MS)

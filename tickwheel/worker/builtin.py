@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,6 +12,8 @@ from tickwheel.errors import InvalidRequest, PermanentFailure
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 RETRYABLE_STATUS = {408, 429}
 MAX_HTTP_TIMEOUT = 3600.0
@@ -28,22 +31,30 @@ def check_http_payload(payload: Any) -> None:
     if not isinstance(payload, dict):
         raise InvalidRequest("payload", "an http task's payload is an object with a url")
     url = payload.get("url")
+    if not isinstance(url, str):
+        raise InvalidRequest("payload.url", "an absolute http:// or https:// URL is required")
     try:
-        parts = urlsplit(url) if isinstance(url, str) else None
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises for a port out of range)
     except ValueError as error:
         raise InvalidRequest("payload.url", f"not a URL: {error}") from None
-    if parts is None or parts.scheme not in ("http", "https"):
+    if parts.scheme not in ("http", "https"):
         raise InvalidRequest("payload.url", "an absolute http:// or https:// URL is required")
-    if not parts.hostname:
-        raise InvalidRequest("payload.url", "the URL has no host")
+    if not parts.hostname or _UNSAFE.search(url):
+        raise InvalidRequest("payload.url", "the URL has no host or has control characters")
     method = payload.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in METHODS:
         raise InvalidRequest("payload.method", f"one of {', '.join(sorted(METHODS))}")
     headers = payload.get("headers", {})
     if not isinstance(headers, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        isinstance(k, str) and _TOKEN.fullmatch(k) and isinstance(v, str) and not _UNSAFE.search(v)
+        for k, v in headers.items()
     ):
-        raise InvalidRequest("payload.headers", "an object of string header values")
+        raise InvalidRequest(
+            "payload.headers", "an object of header names to string values without line breaks"
+        )
+    if not isinstance(payload.get("body"), str | dict | list | None):
+        raise InvalidRequest("payload.body", "a string (sent as is) or JSON object or array")
     timeout = payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise InvalidRequest("payload.timeout_seconds", "a number of seconds")

@@ -22,6 +22,7 @@ from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure
 from tickwheel.models import ClaimedTask, Outcome
 from tickwheel.queue.base import ReadyQueue
+from tickwheel.waiting import wait_event
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
@@ -61,12 +62,17 @@ class Worker:
         self._slot_free = asyncio.Event()
         self._stopping = False
         self._revoked: set[int] = set()
+        self._pulling_done = asyncio.Event()
+        self._idle_pull: asyncio.Task[Any] | None = None  # a pull waiting for work, if any
+        self._heartbeats: asyncio.Task[None] | None = None
         self.completed = 0
 
     # -- pulling -------------------------------------------------------------
 
     async def run(self) -> None:
-        heartbeats = asyncio.create_task(self._heartbeat_loop())
+        # Heartbeats outlive the pull loop: they keep running tasks' leases alive
+        # through a graceful shutdown, and `stop` ends them last.
+        self._heartbeats = asyncio.create_task(self._heartbeat_loop())
         try:
             while not self._stopping:
                 free = self._concurrency - len(self._inflight)
@@ -74,9 +80,19 @@ class Worker:
                     self._slot_free.clear()
                     await self._slot_free.wait()
                     continue
-                items = await self._queue.pull(
-                    self._queues, limit=min(free, self._batch_size), wait_seconds=self._poll
+                self._idle_pull = asyncio.ensure_future(
+                    self._queue.pull(
+                        self._queues, limit=min(free, self._batch_size), wait_seconds=self._poll
+                    )
                 )
+                try:
+                    items = await self._idle_pull
+                except asyncio.CancelledError:
+                    if not self._stopping:
+                        raise
+                    break  # stopped while waiting for work: nothing was taken
+                finally:
+                    self._idle_pull = None
                 if self._stopping:
                     await self._queue.push(items)  # hand back what we pulled but never claimed
                     break
@@ -90,9 +106,7 @@ class Worker:
                 for task in claimed:
                     self._start(task)
         finally:
-            heartbeats.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeats
+            self._pulling_done.set()
 
     def _start(self, task: ClaimedTask) -> None:
         runner = asyncio.create_task(self._run(task))
@@ -101,6 +115,7 @@ class Worker:
 
     def _done(self, seq: int) -> None:
         self._inflight.pop(seq, None)
+        self._revoked.discard(seq)
         self._slot_free.set()
 
     # -- running -------------------------------------------------------------
@@ -196,12 +211,20 @@ class Worker:
         interrupt the rest and give them back for a retry."""
         self._stopping = True
         self._slot_free.set()
+        if self._idle_pull is not None:
+            self._idle_pull.cancel()
+        if self._heartbeats is not None:  # the pull loop ran: let a claim in flight land
+            await wait_event(self._pulling_done, self._poll + 5)
         running = [runner for _, runner in self._inflight.values()]
         if running:
             _, late = await asyncio.wait(running, timeout=grace_seconds)
             for runner in late:
                 runner.cancel()
             await asyncio.gather(*late, return_exceptions=True)
+        if self._heartbeats is not None:
+            self._heartbeats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeats
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     @property

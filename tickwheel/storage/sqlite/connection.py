@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import TypeVar
 
+from tickwheel.errors import StoreUnavailable
+
 T = TypeVar("T")
 
 PRAGMAS = (
@@ -73,7 +75,10 @@ class Connection:
         if self._db is None:
             self._connect()
         assert self._db is not None
-        return work(self._db)
+        try:
+            return work(self._db)
+        except sqlite3.OperationalError as error:  # locked, disk full, I/O: try again later
+            raise StoreUnavailable(f"the SQLite store cannot answer: {error}") from error
 
     async def close(self) -> None:
         if self._db is not None:
