@@ -242,6 +242,13 @@ def test_good_http_payload_is_accepted(payload: Any) -> None:
         pytest.param({"url": "https://"}, "payload.url", id="url-scheme-only"),
         # Malformed: urlsplit raises a bare ValueError, which the API answers with a 500.
         pytest.param({"url": "http://[::1/"}, "payload.url", id="url-malformed-ipv6"),
+        pytest.param({"url": "http://a:99999/"}, "payload.url", id="url-port-out-of-range"),
+        pytest.param({"url": "http://a/\r\nX: y"}, "payload.url", id="url-control-chars"),
+        pytest.param(
+            {**GOOD, "headers": {"X-A": "1\r\nX-B: 2"}}, "payload.headers", id="header-crlf"
+        ),
+        pytest.param({**GOOD, "headers": {"X A": "1"}}, "payload.headers", id="header-bad-name"),
+        pytest.param({**GOOD, "body": 5}, "payload.body", id="body-number"),
         pytest.param({**GOOD, "method": "TRACE"}, "payload.method", id="method-trace"),
         pytest.param({**GOOD, "method": ""}, "payload.method", id="method-empty"),
         pytest.param({**GOOD, "method": 5}, "payload.method", id="method-number"),
