@@ -60,3 +60,14 @@ async def test_a_task_for_another_queue_waits_for_a_worker_of_that_queue(idle_no
     await _released(idle_node, 1)
     assert await idle_node.queue.pull(["default"], limit=10, wait_seconds=0) == []
     assert len(await idle_node.queue.pull(["reports"], limit=10, wait_seconds=0)) == 1
+
+
+async def test_a_cancelled_task_leaves_the_wheel_at_once(idle_node: Node) -> None:
+    submitted = await idle_node.submit("noop", delay_seconds=30)
+    for _ in range(200):
+        if idle_node.trigger.size() == 1:
+            break
+        await asyncio.sleep(0.01)
+    assert idle_node.trigger.size() == 1
+    assert await idle_node.service.cancel(submitted.task_id) == 1
+    assert idle_node.trigger.size() == 0

@@ -1,4 +1,4 @@
-"""Cron resolution: when does a schedule fire next, and what was missed while down.
+"""Cron resolution: when does a schedule fire next.
 
 Pure functions over :class:`CronSpec`. Times come in as aware datetimes and go out in
 UTC; nothing here reads the clock. Parsing and iteration are cronsim's; this module
@@ -26,8 +26,8 @@ spring forward at local midnight (America/Santiago, America/Havana) a job on a r
 hours (``* 1-3 * * 0``) can skip the first hour after the gap.
 
 Jitter shifts a whole schedule by a stable per-schedule offset, so every schedule keeps
-its exact period. After downtime, the fire times that fell in ``(last_due, now]`` were
-missed and :class:`MisfirePolicy` decides which of them run.
+its exact period. :class:`MisfirePolicy` and :class:`OverlapPolicy` are applied by the
+engine's cron resolver (``tickwheel/engine/schedules.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ __all__ = [
     "MisfirePolicy",
     "OverlapPolicy",
     "UnknownTimezone",
-    "due_after_downtime",
     "jitter_offset",
     "next_fire",
     "validate",
@@ -120,35 +119,6 @@ def next_fire(spec: CronSpec, after: datetime, *, schedule_key: str) -> datetime
     offset = timedelta(seconds=jitter_offset(schedule_key, spec.jitter_seconds))
     # Shift the whole schedule rather than each fire, so the period stays exact.
     return _next_instance(spec, _utc(after, "after") - offset) + offset
-
-
-def due_after_downtime(
-    spec: CronSpec,
-    last_due: datetime,
-    now: datetime,
-    *,
-    schedule_key: str,
-    policy: MisfirePolicy,
-    limit: int = 1000,
-) -> tuple[list[datetime], datetime]:
-    """Fire times to run now for those missed in ``(last_due, now]``, and the next one.
-
-    RUN_ONCE returns the latest missed fire time (if any), SKIP none, RUN_ALL the
-    earliest ``limit`` of them in order. The next one is strictly after ``now`` (and
-    after ``last_due``, so a clock behind the last run does not repeat it).
-    """
-    last_due, now = _utc(last_due, "last_due"), _utc(now, "now")
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
-    upcoming = next_fire(spec, max(last_due, now), schedule_key=schedule_key)
-    if policy is MisfirePolicy.SKIP:
-        return [], upcoming
-    first = next_fire(spec, last_due, schedule_key=schedule_key)
-    if first > now:
-        return [], upcoming
-    if policy is MisfirePolicy.RUN_ALL:
-        return _missed(spec, first, now, schedule_key, limit), upcoming
-    return [_latest_missed(spec, first, now, schedule_key)], upcoming
 
 
 def jitter_offset(schedule_key: str, jitter_seconds: int) -> int:
@@ -231,36 +201,3 @@ def _next_instance(spec: CronSpec, after: datetime) -> datetime:
             f"{spec.expression!r} has no fire time within 50 years after {after}"
         ) from None
     return found
-
-
-def _previous_instance(spec: CronSpec, at_or_before: datetime) -> datetime | None:
-    """A cron instance at or before the UTC instant, by cronsim's reverse iteration."""
-    # Reverse iteration is strictly before its start; a microsecond later includes it.
-    start = (at_or_before + timedelta(microseconds=1)).astimezone(_zone(spec.timezone))
-    try:
-        return next(CronSim(_expand(spec.expression), start, reverse=True)).astimezone(UTC)
-    except StopIteration:
-        return None
-
-
-def _missed(spec: CronSpec, first: datetime, now: datetime, key: str, limit: int) -> list[datetime]:
-    missed = [first]
-    while len(missed) < limit:
-        following = next_fire(spec, missed[-1], schedule_key=key)
-        if following > now:
-            break
-        missed.append(following)
-    return missed
-
-
-def _latest_missed(spec: CronSpec, first: datetime, now: datetime, key: str) -> datetime:
-    # Jump near the end with a reverse lookup instead of walking a long downtime.
-    offset = timedelta(seconds=jitter_offset(key, spec.jitter_seconds))
-    hint = _previous_instance(spec, now - offset)
-    cursor = first if hint is None else max(first, hint + offset - timedelta(microseconds=1))
-    # Walk forward from the hint: reverse iteration can land early around DST folds,
-    # and forward iteration is the source of truth for which fire times exist.
-    latest = first
-    while (following := next_fire(spec, cursor, schedule_key=key)) <= now:
-        latest = cursor = following
-    return latest

@@ -46,7 +46,8 @@ class Node:
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or SystemClock()
-        self._user_app = app or App()
+        self._http = HttpCaller()
+        self.app = builtin_app(self._http).merged(app or App())
         self._run_worker = run_worker
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
@@ -93,11 +94,10 @@ class Node:
             clock=self.clock,
             partitions=partitions,
             on_committed=self.trigger.poke,
+            on_cancelled=self.trigger.forget,
             local_watermark=self._local_watermark,
             max_payload_bytes=s.max_payload_bytes,
         )
-        self._http = HttpCaller()
-        self.app = builtin_app(self._http).merged(self._user_app)
         self.worker = Worker(
             app=self.app,
             dispatcher=self.dispatcher,
@@ -185,7 +185,7 @@ class Node:
 
     def default_options(self, task_type: str, **given: Any) -> TaskOptions:
         """A task's options: what it sets, else its type's defaults, else Tickwheel's."""
-        kind = self.app.get(task_type) if hasattr(self, "app") else self._user_app.get(task_type)
+        kind = self.app.get(task_type)
         defaults: dict[str, Any] = {}
         if kind is not None:
             for name in ("max_retries", "backoff_base_seconds", "backoff_max_seconds"):

@@ -93,6 +93,7 @@ class TaskService:
         clock: Clock,
         partitions: int,
         on_committed: Callable[[], None] = lambda: None,
+        on_cancelled: Callable[[TaskRecord], None] = lambda _: None,
         local_watermark: Callable[[int], int | None] = lambda _: None,
         max_payload_bytes: int = 256 * 1024,
     ) -> None:
@@ -100,6 +101,7 @@ class TaskService:
         self._clock = clock
         self._partitions = partitions
         self._on_committed = on_committed
+        self._on_cancelled = on_cancelled
         self._local_watermark = local_watermark
         self.max_payload_bytes = max_payload_bytes
         self._inserts: Batcher[NewTask, int] = Batcher(store.insert_tasks)
@@ -272,6 +274,8 @@ class TaskService:
                     return False
                 raise Conflict(f"task {record.task_id} is already {record.status}")
             if await self._store.cancel(record.seq, record.version, self._clock.now_ms()):
+                if record.status is Status.PENDING:
+                    self._on_cancelled(record)
                 return True
             fresh = await self._store.get_task(record.task_id)
             assert fresh is not None

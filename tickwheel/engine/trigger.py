@@ -20,7 +20,7 @@ from typing import Any
 from tickwheel.clock import Clock
 from tickwheel.core.wheel import TimingWheel
 from tickwheel.engine.routing import Route, RoutingKeys
-from tickwheel.models import WheelEntry
+from tickwheel.models import TaskRecord, WheelEntry
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import DispatchStore
 from tickwheel.waiting import wait_event
@@ -93,6 +93,16 @@ class TriggerEngine:
         """Tasks this node just made pending (retries, expired leases): put those it owns
         and that fall inside the loaded range on their wheel; the loader finds the rest."""
         self._insert([e for e in entries if e.due_ms <= self._loaded_until])
+
+    def forget(self, task: TaskRecord) -> None:
+        """A cancelled task leaves its wheel now rather than at its due time (the claim
+        would refuse it anyway): its slot's memory is freed early."""
+        wheel = self._wheels.get(task.partition)
+        if wheel is None or task.due_ms > self._loaded_until:
+            return  # not on a wheel here
+        o = task.options
+        key = self._keys.key(task.seq, o.queue, o.priority, task.schedule_id is not None)
+        wheel.cancel(key, task.due_ms)
 
     def poke(self) -> None:
         """New tasks were committed: look for them now instead of at the next load."""

@@ -16,7 +16,6 @@ from tickwheel.core.cron import (
     MisfirePolicy,
     OverlapPolicy,
     UnknownTimezone,
-    due_after_downtime,
     jitter_offset,
     next_fire,
     validate,
@@ -143,14 +142,6 @@ def test_naive_datetimes_are_rejected() -> None:
     spec = CronSpec("* * * * *")
     with pytest.raises(ValueError, match="after must be timezone-aware"):
         next_fire(spec, datetime(2026, 1, 1), schedule_key=KEY)
-    with pytest.raises(ValueError, match="last_due"):
-        due_after_downtime(
-            spec, datetime(2026, 1, 1), utc(2026, 1, 1), schedule_key=KEY, policy=MisfirePolicy.SKIP
-        )
-    with pytest.raises(ValueError, match="now"):
-        due_after_downtime(
-            spec, utc(2026, 1, 1), datetime(2026, 1, 1), schedule_key=KEY, policy=MisfirePolicy.SKIP
-        )
 
 
 def test_next_fire_is_strictly_after() -> None:
@@ -303,96 +294,6 @@ def test_jittered_fire_is_strictly_after_a_previous_fire() -> None:
     assert next_fire(spec, fired, schedule_key=KEY) == fired + timedelta(hours=1)
 
 
-# --- misfire after downtime -------------------------------------------------
-
-HOURLY = CronSpec("0 * * * *")
-LAST_DUE = utc(2026, 1, 1)
-AFTER_5H_DOWN = utc(2026, 1, 1, 5, 30)
-MISSED_5 = [utc(2026, 1, 1, hour) for hour in range(1, 6)]
-
-
-def downtime(
-    policy: MisfirePolicy,
-    spec: CronSpec = HOURLY,
-    last_due: datetime = LAST_DUE,
-    now: datetime = AFTER_5H_DOWN,
-    limit: int = 1000,
-) -> tuple[list[datetime], datetime]:
-    return due_after_downtime(spec, last_due, now, schedule_key=KEY, policy=policy, limit=limit)
-
-
-@pytest.mark.parametrize(
-    ("policy", "to_run"),
-    [
-        (MisfirePolicy.RUN_ONCE, MISSED_5[-1:]),
-        (MisfirePolicy.SKIP, []),
-        (MisfirePolicy.RUN_ALL, MISSED_5),
-    ],
-)
-def test_misfire_policies_after_five_hours_down(
-    policy: MisfirePolicy, to_run: list[datetime]
-) -> None:
-    assert downtime(policy) == (to_run, utc(2026, 1, 1, 6))
-
-
-def test_run_all_respects_limit_keeping_the_earliest() -> None:
-    assert downtime(MisfirePolicy.RUN_ALL, limit=2) == (MISSED_5[:2], utc(2026, 1, 1, 6))
-
-
-def test_limit_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="limit"):
-        downtime(MisfirePolicy.RUN_ALL, limit=0)
-
-
-@pytest.mark.parametrize("policy", list(MisfirePolicy))
-def test_nothing_missed(policy: MisfirePolicy) -> None:
-    now = utc(2026, 1, 1, 0, 59)
-    assert downtime(policy, now=now) == ([], utc(2026, 1, 1, 1))
-
-
-def test_window_includes_now_and_excludes_last_due() -> None:
-    to_run, upcoming = downtime(MisfirePolicy.RUN_ALL, now=utc(2026, 1, 1, 5))
-    assert (to_run, upcoming) == (MISSED_5, utc(2026, 1, 1, 6))
-
-
-def test_clock_behind_last_due_does_not_repeat_it() -> None:
-    now = utc(2026, 1, 1, 3, 30)
-    for policy in MisfirePolicy:
-        assert downtime(policy, last_due=utc(2026, 1, 1, 5), now=now) == ([], utc(2026, 1, 1, 6))
-
-
-def test_run_once_after_a_long_downtime_finds_the_latest() -> None:
-    every_minute = CronSpec("* * * * *")
-    now = utc(2027, 1, 1, 0, 0, 30)
-    assert downtime(MisfirePolicy.RUN_ONCE, every_minute, now=now) == (
-        [utc(2027, 1, 1)],
-        utc(2027, 1, 1, 0, 1),
-    )
-    to_run, _ = downtime(MisfirePolicy.RUN_ALL, every_minute, now=now, limit=1000)
-    assert len(to_run) == 1000
-    assert to_run[-1] == utc(2026, 1, 1, 16, 40)
-
-
-def test_run_once_from_the_second_copy_of_a_repeated_hour() -> None:
-    # Reverse iteration from 01:10 EST lands on the previous day; the result must not.
-    spec = CronSpec("30 1 * * *", NEW_YORK)
-    to_run, upcoming = downtime(
-        MisfirePolicy.RUN_ONCE, spec, last_due=utc(2026, 10, 31, 5, 30), now=utc(2026, 11, 1, 6, 10)
-    )
-    assert (to_run, upcoming) == ([utc(2026, 11, 1, 5, 30)], utc(2026, 11, 2, 6, 30))
-
-
-def test_run_once_and_run_all_use_jittered_fire_times() -> None:
-    spec = CronSpec("0 * * * *", jitter_seconds=1800)
-    offset = timedelta(seconds=jitter_offset(KEY, 1800))
-    last_due = LAST_DUE + offset
-    now = last_due + timedelta(hours=5, minutes=1)
-    everything, upcoming = downtime(MisfirePolicy.RUN_ALL, spec, last_due, now)
-    assert everything == [hour + offset for hour in MISSED_5]
-    assert downtime(MisfirePolicy.RUN_ONCE, spec, last_due, now) == (everything[-1:], upcoming)
-    assert upcoming == utc(2026, 1, 1, 6) + offset
-
-
 # --- properties -------------------------------------------------------------
 
 # Zones with whole-hour DST away from midnight. Zones that spring forward at local
@@ -445,20 +346,3 @@ def test_next_fire_is_after_and_stable_until_it_fires(
     between = (start + (fired - start) * fraction).astimezone(zone)
     if between < fired:
         assert next_fire(spec, between, schedule_key=key) == fired
-
-
-@settings(max_examples=100, deadline=None)
-@given(specs, moments, st.text(max_size=8), st.integers(0, 12 * 60))
-def test_run_once_is_the_last_of_run_all(
-    spec: CronSpec, last_due: datetime, key: str, minutes_down: int
-) -> None:
-    now = last_due.astimezone(UTC) + timedelta(minutes=minutes_down)
-
-    def run(policy: MisfirePolicy) -> tuple[list[datetime], datetime]:
-        return due_after_downtime(spec, last_due, now, schedule_key=key, policy=policy, limit=10**6)
-
-    everything, upcoming = run(MisfirePolicy.RUN_ALL)
-    once = run(MisfirePolicy.RUN_ONCE)
-    assert once == (everything[-1:], upcoming)
-    assert all(last_due < fired <= now for fired in everything)
-    assert upcoming > now
