@@ -113,9 +113,15 @@ class TriggerEngine:
         inserted = False
         for row in rows:
             wheel = wheels.get(row.partition)
-            if wheel is not None:
-                wheel.insert(keys.key(row.seq, row.queue, row.priority, row.is_cron), row.due_ms)
-                inserted = True
+            if wheel is None:
+                continue
+            try:
+                key = keys.key(row.seq, row.queue, row.priority, row.is_cron)
+            except ValueError:  # past the limit of distinct queues: this task waits, not all
+                log.error("task seq %d cannot be routed to queue %r", row.seq, row.queue)
+                continue
+            wheel.insert(key, row.due_ms)
+            inserted = True
         if inserted:
             self._wakeup.set()
 
