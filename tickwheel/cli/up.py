@@ -16,33 +16,35 @@ from tickwheel.config import Settings, env
 from tickwheel.engine.node import Node
 from tickwheel.worker.registry import App
 
+DEFAULTS = Settings()  # the one place defaults are declared
+
 
 def up(
-    host: Annotated[str, typer.Option(envvar=env("host"), help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(envvar=env("port"), help="Port to bind.")] = 8700,
+    host: Annotated[str, typer.Option(envvar=env("host"), help="Address to bind.")] = DEFAULTS.host,
+    port: Annotated[int, typer.Option(envvar=env("port"), help="Port to bind.")] = DEFAULTS.port,
     database_url: Annotated[
         str, typer.Option(envvar=env("database_url"), help="Where tasks are stored.")
-    ] = "sqlite:///./tickwheel.db",
+    ] = DEFAULTS.database_url,
     app: Annotated[
         str | None,
         typer.Option(envvar=env("app"), help="MODULE or MODULE:ATTR holding your tickwheel.App."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option(envvar=env("concurrency"), min=1, max=10_000, help="Tasks run at once.")
-    ] = 64,
+    ] = DEFAULTS.concurrency,
     queues: Annotated[
         str, typer.Option(envvar=env("queues"), help="Comma-separated queues this worker pulls.")
-    ] = "default",
+    ] = ",".join(DEFAULTS.queues),
     partitions: Annotated[
         int,
         typer.Option(envvar=env("partitions"), min=1, max=4096, help="Partitions of a new store."),
-    ] = 16,
+    ] = DEFAULTS.partitions,
     lease_seconds: Annotated[
         float,
         typer.Option(
             envvar=env("lease_seconds"), min=1, max=3600, help="A task's lease without heartbeat."
         ),
-    ] = 30.0,
+    ] = DEFAULTS.lease_seconds,
     partition_lease_seconds: Annotated[
         float,
         typer.Option(
@@ -51,7 +53,7 @@ def up(
             max=600,
             help="How long a dead node keeps its partitions.",
         ),
-    ] = 15.0,
+    ] = DEFAULTS.partition_lease_seconds,
     max_payload_bytes: Annotated[
         int,
         typer.Option(
@@ -60,7 +62,7 @@ def up(
             max=64 * 1024 * 1024,
             help="The largest task payload accepted (JSON bytes).",
         ),
-    ] = 256 * 1024,
+    ] = DEFAULTS.max_payload_bytes,
     shutdown_grace_seconds: Annotated[
         float,
         typer.Option(
@@ -70,7 +72,7 @@ def up(
             help="On SIGTERM, how long running tasks may take to finish before they are "
             "interrupted and given back for a retry.",
         ),
-    ] = 30.0,
+    ] = DEFAULTS.shutdown_grace_seconds,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
