@@ -16,12 +16,15 @@ R = TypeVar("R")
 
 
 class Batcher(Generic[T, R]):
+    """Items submitted together (`submit_many`) stay together: they are written in the
+    same flush, so a caller's batch commits whole or not at all."""
+
     def __init__(
         self, flush: Callable[[list[T]], Awaitable[Sequence[R]]], *, max_batch: int = 5000
     ) -> None:
         self._flush = flush
         self._max_batch = max_batch
-        self._waiting: list[tuple[T, asyncio.Future[R]]] = []
+        self._waiting: list[tuple[Sequence[T], asyncio.Future[list[R]]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def submit(self, item: T) -> R:
@@ -29,28 +32,42 @@ class Batcher(Generic[T, R]):
         return result
 
     async def submit_many(self, items: Sequence[T]) -> list[R]:
-        loop = asyncio.get_running_loop()
-        futures = [loop.create_future() for _ in items]
-        self._waiting.extend(zip(items, futures, strict=True))
+        if not items:
+            return []
+        future: asyncio.Future[list[R]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((items, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._run())
-        return list(await asyncio.gather(*futures))
+        return await future
+
+    def _next_groups(self) -> list[tuple[Sequence[T], asyncio.Future[list[R]]]]:
+        """Whole groups up to `max_batch` items (a larger group goes alone)."""
+        taken, size = 0, 0
+        for items, _ in self._waiting:
+            if taken and size + len(items) > self._max_batch:
+                break
+            taken, size = taken + 1, size + len(items)
+        groups = self._waiting[:taken]
+        del self._waiting[:taken]
+        return groups
 
     async def _run(self) -> None:
         while self._waiting:
-            batch = self._waiting[: self._max_batch]
-            del self._waiting[: self._max_batch]
+            groups = self._next_groups()
+            batch = [item for items, _ in groups for item in items]
             try:
-                results = await self._flush([item for item, _ in batch])
+                results = await self._flush(batch)
                 if len(results) != len(batch):
                     raise RuntimeError(f"flush answered {len(results)} of {len(batch)} items")
             except BaseException as error:
-                for _, future in batch:
+                for _, future in groups:
                     if not future.done():
                         future.set_exception(error)
                 if isinstance(error, asyncio.CancelledError):
                     raise
                 continue
-            for (_, future), result in zip(batch, results, strict=True):
+            start = 0
+            for items, future in groups:
                 if not future.done():
-                    future.set_result(result)
+                    future.set_result(list(results[start : start + len(items)]))
+                start += len(items)

@@ -80,11 +80,26 @@ async def test_max_batch_splits_large_backlogs() -> None:
     assert store.batches == [[0, 1, 2], [3, 4, 5], [6]]
 
 
-async def test_max_batch_splits_one_submit_many() -> None:
+async def test_one_submit_many_is_never_split_so_it_commits_whole() -> None:
     store = Store()
     batcher: Batcher[int, str] = Batcher(store.flush, max_batch=4)
     assert await batcher.submit_many(list(range(10))) == [f"row-{i}" for i in range(10)]
-    assert [len(batch) for batch in store.batches] == [4, 4, 2]
+    assert [len(batch) for batch in store.batches] == [10]
+
+
+async def test_max_batch_groups_whole_submissions() -> None:
+    store = Store()
+    store.gate.clear()
+    batcher: Batcher[int, str] = Batcher(store.flush, max_batch=4)
+    first = asyncio.create_task(batcher.submit(0))
+    await asyncio.sleep(0)  # the first flush starts and waits at the gate
+    groups = [[1, 2], [3, 4], [5], [6, 7, 8, 9, 10]]
+    rest = [asyncio.create_task(batcher.submit_many(g)) for g in groups]
+    await asyncio.sleep(0)
+    store.gate.set()
+    assert await first == "row-0"
+    assert [await t for t in rest] == [[f"row-{i}" for i in g] for g in groups]
+    assert store.batches == [[0], [1, 2, 3, 4], [5], [6, 7, 8, 9, 10]]
 
 
 async def test_a_failed_flush_reaches_exactly_its_own_callers() -> None:
