@@ -23,5 +23,6 @@ class Settings:
     partition_lease_seconds: float = 15.0
     horizon_seconds: float = 60.0
     max_payload_bytes: int = 256 * 1024
+    max_batch_bytes: int = 32 * 1024 * 1024
     shutdown_grace_seconds: float = 30.0
     node_id: str | None = None

@@ -19,6 +19,15 @@ class InvalidRequest(TickwheelError, ValueError):
         self.reason = message
 
 
+class InvalidBatch(InvalidRequest):
+    """Entries of a batch are invalid; nothing of it was stored."""
+
+    def __init__(self, problems: list[tuple[int, InvalidRequest]]) -> None:
+        index, first = problems[0]
+        super().__init__(f"tasks.{index}.{first.field}", first.reason)
+        self.problems = problems
+
+
 class TaskNotFound(TickwheelError, LookupError):
     """No task has this id."""
 

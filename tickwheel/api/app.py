@@ -39,4 +39,8 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     app.state.node = node
     errors.install(app)
     app.include_router(router)
-    return BodyLimit(app, max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES)
+    return BodyLimit(
+        app,
+        max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,
+        per_path={"/api/tasks/batch": node.settings.max_batch_bytes},
+    )

@@ -8,7 +8,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from tickwheel.errors import Conflict, InvalidRequest, StaleFence, TaskNotFound, TickwheelError
+from tickwheel.errors import (
+    Conflict,
+    InvalidBatch,
+    InvalidRequest,
+    StaleFence,
+    TaskNotFound,
+    TickwheelError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +47,16 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("invalid_request", str(exc), exc.field), status_code=status)
 
 
+async def _invalid_batch(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InvalidBatch)
+    body = error_body("invalid_request", str(exc), exc.field)
+    body["problems"] = [  # type: ignore[assignment]
+        {"field": f"tasks.{index}.{problem.field}", "message": problem.reason}
+        for index, problem in exc.problems
+    ]
+    return JSONResponse(body, status_code=422)
+
+
 async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("not_found", str(exc)), status_code=404)
 
@@ -56,6 +73,7 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(InvalidBatch, _invalid_batch)
     app.add_exception_handler(InvalidRequest, _invalid)
     app.add_exception_handler(TaskNotFound, _not_found)
     app.add_exception_handler(Conflict, _conflict)

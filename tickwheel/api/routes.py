@@ -9,6 +9,8 @@ from fastapi import APIRouter, Query, Request
 
 from tickwheel.api import views
 from tickwheel.api.schemas import (
+    BatchIn,
+    BatchOut,
     CancelledOut,
     ErrorOut,
     HealthOut,
@@ -20,6 +22,7 @@ from tickwheel.api.schemas import (
 )
 from tickwheel.clock import to_datetime
 from tickwheel.engine.node import Node
+from tickwheel.engine.tasks import Submitted
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
@@ -42,7 +45,10 @@ def node_of(request: Request) -> Node:
 @router.post("/api/tasks", status_code=201, response_model=SubmittedOut, responses=ERRORS)
 async def submit_task(body: TaskIn, request: Request) -> SubmittedOut:
     node = node_of(request)
-    submitted = await node.service.submit(views.task_request(body, node))
+    return _submitted_out(await node.service.submit(views.task_request(body, node)))
+
+
+def _submitted_out(submitted: Submitted) -> SubmittedOut:
     due = to_datetime(submitted.due_ms)
     assert due is not None
     return SubmittedOut(
@@ -51,6 +57,15 @@ async def submit_task(body: TaskIn, request: Request) -> SubmittedOut:
         due_time=due,
         schedule_id=submitted.schedule_id,
     )
+
+
+@router.post("/api/tasks/batch", status_code=201, response_model=BatchOut, responses=ERRORS)
+async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
+    """Up to 10,000 one-off tasks, committed together: all are stored or none is, and a
+    422 lists every rejected entry by its index."""
+    node = node_of(request)
+    submitted = await node.service.submit_many([views.task_request(t, node) for t in body.tasks])
+    return BatchOut(tasks=[_submitted_out(s) for s in submitted])
 
 
 @router.get("/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)

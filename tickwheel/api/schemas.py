@@ -15,6 +15,7 @@ from tickwheel.core import cron
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 
 TEN_YEARS = 10 * 366 * 86400.0
+MAX_BATCH_TASKS = 10_000
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
 NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
@@ -89,11 +90,19 @@ class TaskIn(Strict):
     timeout_seconds: float | None = Field(None, gt=0, le=86400)
 
 
+class BatchIn(Strict):
+    tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_BATCH_TASKS)
+
+
 class SubmittedOut(BaseModel):
     task_id: str
     status: str
     due_time: datetime
     schedule_id: str | None = None
+
+
+class BatchOut(BaseModel):
+    tasks: list[SubmittedOut]
 
 
 class ScheduleOut(BaseModel):

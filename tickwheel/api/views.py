@@ -13,14 +13,10 @@ from tickwheel.clock import to_datetime, to_ms
 from tickwheel.core.cron import CronSpec
 from tickwheel.engine.node import Node
 from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskView
-from tickwheel.errors import InvalidRequest
 from tickwheel.models import ExecutionRecord, ScheduleType
 
 
 def task_request(body: TaskIn, node: Node) -> TaskRequest:
-    kind = node.app.get(body.task_type)
-    if kind is not None and kind.check_payload is not None:
-        kind.check_payload(body.payload)
     backoff = body.retry_backoff
     options = node.default_options(
         body.task_type,
@@ -31,8 +27,6 @@ def task_request(body: TaskIn, node: Node) -> TaskRequest:
         backoff_max_seconds=backoff.max_seconds if backoff else None,
         timeout_seconds=body.timeout_seconds,
     )
-    if options.backoff_max_seconds < options.backoff_base_seconds:
-        raise InvalidRequest("retry_backoff.max_seconds", "must be at least base_seconds")
     s = body.schedule
     schedule = ScheduleRequest(
         type=ScheduleType(s.type),

@@ -95,6 +95,7 @@ class Node:
             partitions=partitions,
             on_committed=self.trigger.poke,
             on_cancelled=self.trigger.forget,
+            check_payload=self._check_payload,
             local_watermark=self._local_watermark,
             max_payload_bytes=s.max_payload_bytes,
         )
@@ -122,6 +123,12 @@ class Node:
 
     async def _on_cron(self, instances: Any, now_ms: int) -> None:
         await self.cron.on_triggered(instances, now_ms)
+
+    def _check_payload(self, task_type: str, payload: Any) -> None:
+        """A task type may check its payload at submission (the built-in http does)."""
+        kind = self.app.get(task_type)
+        if kind is not None and kind.check_payload is not None:
+            kind.check_payload(payload)
 
     def _local_watermark(self, partition: int) -> int | None:
         return self.trigger.triggered_until if partition in self.trigger.partitions else None

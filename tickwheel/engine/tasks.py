@@ -15,7 +15,7 @@ from tickwheel.clock import Clock
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.engine.batcher import Batcher
 from tickwheel.engine.schedules import first_due_ms, instance_of
-from tickwheel.errors import Conflict, InvalidRequest, TaskNotFound
+from tickwheel.errors import Conflict, InvalidBatch, InvalidRequest, TaskNotFound
 from tickwheel.ids import new_id, partition_of
 from tickwheel.models import (
     ExecutionRecord,
@@ -94,6 +94,7 @@ class TaskService:
         partitions: int,
         on_committed: Callable[[], None] = lambda: None,
         on_cancelled: Callable[[TaskRecord], None] = lambda _: None,
+        check_payload: Callable[[str, Any], None] = lambda task_type, payload: None,
         local_watermark: Callable[[int], int | None] = lambda _: None,
         max_payload_bytes: int = 256 * 1024,
     ) -> None:
@@ -102,6 +103,7 @@ class TaskService:
         self._partitions = partitions
         self._on_committed = on_committed
         self._on_cancelled = on_cancelled
+        self._check_type_payload = check_payload
         self._local_watermark = local_watermark
         self.max_payload_bytes = max_payload_bytes
         self._inserts: Batcher[NewTask, int] = Batcher(store.insert_tasks)
@@ -111,22 +113,35 @@ class TaskService:
     async def submit(self, request: TaskRequest) -> Submitted:
         if request.schedule.type is ScheduleType.CRON:
             return await self._submit_cron(request)
-        (submitted,) = await self.submit_many([request])
+        try:
+            (submitted,) = await self.submit_many([request])
+        except InvalidBatch as batch:
+            raise batch.problems[0][1] from None  # one task: name its own field
         return submitted
 
     async def submit_many(self, requests: Sequence[TaskRequest]) -> list[Submitted]:
-        """Commit one-off tasks together (a cron request here is an error)."""
+        """Commit one-off tasks together, all or none: every invalid entry is reported
+        in one `InvalidBatch` (a cron request here is invalid too)."""
         now = self._clock.now_ms()
-        tasks = [self._new_task(r, now) for r in requests]
+        tasks, problems = [], []
+        for index, request in enumerate(requests):
+            try:
+                tasks.append(self._new_task(request, now))
+            except InvalidRequest as problem:
+                problems.append((index, problem))
+        if problems:
+            raise InvalidBatch(problems)
         await self._inserts.submit_many(tasks)
         self._on_committed()
         return [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
 
     def _new_task(self, request: TaskRequest, now_ms: int) -> NewTask:
-        self._check_payload(request.payload)
+        self._check(request)
         schedule = request.schedule
         if schedule.type is ScheduleType.CRON:
-            raise InvalidRequest("schedule.type", "cron tasks are submitted one at a time")
+            raise InvalidRequest(
+                "schedule.type", "cron tasks are submitted one at a time (POST /api/tasks)"
+            )
         due = now_ms
         if schedule.type is ScheduleType.DELAYED:
             if schedule.due_ms is not None:
@@ -148,7 +163,7 @@ class TaskService:
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
-        self._check_payload(request.payload)
+        self._check(request)
         cron = request.schedule.cron
         if cron is None:
             raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")
@@ -173,6 +188,13 @@ class TaskService:
         await self._store.insert_schedule(schedule, first)
         self._on_committed()
         return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
+
+    def _check(self, request: TaskRequest) -> None:
+        self._check_payload(request.payload)
+        self._check_type_payload(request.task_type, request.payload)
+        options = request.options
+        if options.backoff_max_seconds < options.backoff_base_seconds:
+            raise InvalidRequest("retry_backoff.max_seconds", "must be at least base_seconds")
 
     def _check_payload(self, payload: Any) -> None:
         if _depth(payload) > MAX_PAYLOAD_DEPTH:
