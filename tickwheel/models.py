@@ -69,6 +69,7 @@ class NewTask:
     created_ms: int
     options: TaskOptions = field(default_factory=TaskOptions)
     schedule_id: str | None = None
+    encoded_payload: str | None = None  # the payload as JSON, when already encoded
 
 
 @dataclass(frozen=True, slots=True)

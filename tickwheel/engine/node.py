@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -27,7 +28,7 @@ from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Store
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.builtin import HttpCaller, builtin_app
-from tickwheel.worker.registry import App
+from tickwheel.worker.registry import App, TaskType
 from tickwheel.worker.runner import Worker, default_worker_id
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class Node:
         self.clock = clock or SystemClock()
         self._http = HttpCaller()
         self.app = builtin_app(self._http).merged(app or App())
+        self._type_options = {name: _options_of(kind) for name, kind in self.app.types.items()}
         self._run_worker = run_worker
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
@@ -192,13 +194,18 @@ class Node:
 
     def default_options(self, task_type: str, **given: Any) -> TaskOptions:
         """A task's options: what it sets, else its type's defaults, else Tickwheel's."""
-        kind = self.app.get(task_type)
-        defaults: dict[str, Any] = {}
-        if kind is not None:
-            for name in ("max_retries", "backoff_base_seconds", "backoff_max_seconds"):
-                if getattr(kind, name) is not None:
-                    defaults[name] = getattr(kind, name)
-            if kind.timeout_seconds is not None:
-                defaults["timeout_seconds"] = kind.timeout_seconds
-        defaults.update({k: v for k, v in given.items() if v is not None})
-        return TaskOptions(**defaults)
+        base = self._type_options.get(task_type, DEFAULT_OPTIONS)
+        overrides = {k: v for k, v in given.items() if v is not None}
+        return replace(base, **overrides) if overrides else base
+
+
+DEFAULT_OPTIONS = TaskOptions()
+
+
+def _options_of(kind: TaskType) -> TaskOptions:
+    """The options a registered task type gives its tasks by default."""
+    names = ("max_retries", "backoff_base_seconds", "backoff_max_seconds", "timeout_seconds")
+    return replace(
+        DEFAULT_OPTIONS,
+        **{name: getattr(kind, name) for name in names if getattr(kind, name) is not None},
+    )

@@ -136,7 +136,7 @@ class TaskService:
         return [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
 
     def _new_task(self, request: TaskRequest, now_ms: int) -> NewTask:
-        self._check(request)
+        encoded = self._check(request)
         schedule = request.schedule
         if schedule.type is ScheduleType.CRON:
             raise InvalidRequest(
@@ -160,6 +160,7 @@ class TaskService:
             due_ms=due,
             created_ms=now_ms,
             options=request.options,
+            encoded_payload=encoded,
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
@@ -189,26 +190,34 @@ class TaskService:
         self._on_committed()
         return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
 
-    def _check(self, request: TaskRequest) -> None:
-        self._check_payload(request.payload)
+    def _check(self, request: TaskRequest) -> str:
+        """Raise InvalidRequest naming the field at fault; return the encoded payload."""
+        encoded = self._encode_payload(request.payload)
         self._check_type_payload(request.task_type, request.payload)
         options = request.options
         if options.backoff_max_seconds < options.backoff_base_seconds:
             raise InvalidRequest("retry_backoff.max_seconds", "must be at least base_seconds")
+        return encoded
 
-    def _check_payload(self, payload: Any) -> None:
-        if _depth(payload) > MAX_PAYLOAD_DEPTH:
-            raise InvalidRequest("payload", f"nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+    def _encode_payload(self, payload: Any) -> str:
         try:
-            size = len(json.dumps(payload, ensure_ascii=False).encode())
+            encoded = json.dumps(payload, ensure_ascii=False)
+            size = len(encoded.encode())
         except UnicodeEncodeError:
             raise InvalidRequest(
                 "payload", "text must be valid Unicode (a lone surrogate?)"
             ) from None
+        except (TypeError, ValueError, RecursionError):
+            raise InvalidRequest("payload", "not JSON, or nested too deep") from None
         if size > self.max_payload_bytes:
             raise InvalidRequest(
                 "payload", f"{size} bytes is more than the limit of {self.max_payload_bytes}"
             )
+        # Counting brackets is cheap; the exact (slower) depth walk runs only when needed.
+        deep = encoded.count("[") + encoded.count("{") > MAX_PAYLOAD_DEPTH
+        if deep and _depth(payload) > MAX_PAYLOAD_DEPTH:
+            raise InvalidRequest("payload", f"nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+        return encoded
 
     # -- read ----------------------------------------------------------------
 

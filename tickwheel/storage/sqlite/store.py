@@ -271,7 +271,7 @@ def _task_params(t: NewTask) -> list[Any]:
         t.task_id,
         t.partition,
         t.task_type,
-        json.dumps(t.payload),
+        json.dumps(t.payload) if t.encoded_payload is None else t.encoded_payload,
         str(t.schedule_type),
         t.schedule_id,
         *_option_params(t.options),
