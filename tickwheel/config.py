@@ -24,5 +24,6 @@ class Settings:
     horizon_seconds: float = 60.0
     max_payload_bytes: int = 256 * 1024
     max_batch_bytes: int = 32 * 1024 * 1024
+    idempotency_window_seconds: float = 86400.0
     shutdown_grace_seconds: float = 30.0
     node_id: str | None = None

@@ -32,12 +32,31 @@ class TaskNotFound(TickwheelError, LookupError):
     """No task has this id."""
 
 
-class StaleFence(TickwheelError):
-    """The fence is stale: a newer attempt owns this task."""
-
-
 class Conflict(TickwheelError):
     """The task is not in a state that allows this."""
+
+
+class IdempotencyConflict(Conflict):
+    """This idempotency key was used for a different request."""
+
+    def __init__(self, task_type: str, key: str, task_id: str) -> None:
+        super().__init__(
+            f"idempotency_key {key!r} of task type {task_type!r} was used for a different"
+            f" request (task {task_id}); use a new key for a new request"
+        )
+        self.task_id = task_id
+
+
+class RejectedItems(TickwheelError):
+    """Some items of a batch were refused; nothing of the batch was written."""
+
+    def __init__(self, errors: dict[int, TickwheelError]) -> None:
+        super().__init__(str(next(iter(errors.values()))))
+        self.errors = errors
+
+
+class StaleFence(TickwheelError):
+    """The fence is stale: a newer attempt owns this task."""
 
 
 class StoreUnavailable(TickwheelError):

@@ -59,6 +59,16 @@ class TaskOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class Idempotency:
+    """A client's key for one request: the same key and request within the window
+    (created at or after `since_ms`) give back the task first created for it."""
+
+    key: str
+    request_hash: str
+    since_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class NewTask:
     task_id: str
     partition: int
@@ -70,6 +80,7 @@ class NewTask:
     options: TaskOptions = field(default_factory=TaskOptions)
     schedule_id: str | None = None
     encoded_payload: str | None = None  # the payload as JSON, when already encoded
+    idempotency: Idempotency | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,7 @@ class TaskRecord:
     lease_expires_ms: int | None
     worker_id: str | None
     last_error: str | None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Header, Query, Request, Response
 
 from tickwheel.api import views
 from tickwheel.api.schemas import (
@@ -42,10 +42,27 @@ def node_of(request: Request) -> Node:
     return node
 
 
-@router.post("/api/tasks", status_code=201, response_model=SubmittedOut, responses=ERRORS)
-async def submit_task(body: TaskIn, request: Request) -> SubmittedOut:
+@router.post(
+    "/api/tasks",
+    status_code=201,
+    response_model=SubmittedOut,
+    responses={**ERRORS, 200: {"model": SubmittedOut, "description": "An idempotent repeat"}},
+)
+async def submit_task(
+    body: TaskIn,
+    request: Request,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(min_length=1, max_length=256)] = None,
+) -> SubmittedOut:
+    """Submit a task. The idempotency key may also come as an `Idempotency-Key` header."""
     node = node_of(request)
-    return _submitted_out(await node.service.submit(views.task_request(body, node)))
+    if body.idempotency_key is None and idempotency_key is not None:
+        body = body.model_copy(update={"idempotency_key": idempotency_key})
+    submitted = await node.service.submit(views.task_request(body, node))
+    if submitted.duplicate:
+        response.status_code = 200
+        response.headers["Idempotent-Replayed"] = "true"
+    return _submitted_out(submitted)
 
 
 def _submitted_out(submitted: Submitted) -> SubmittedOut:
@@ -56,6 +73,7 @@ def _submitted_out(submitted: Submitted) -> SubmittedOut:
         status=str(submitted.status),
         due_time=due,
         schedule_id=submitted.schedule_id,
+        duplicate=submitted.duplicate,
     )
 
 

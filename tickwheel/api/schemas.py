@@ -88,6 +88,13 @@ class TaskIn(Strict):
     priority: int | None = Field(None, ge=PRIORITY_MIN, le=PRIORITY_MAX)
     queue: str | None = Field(None, min_length=1, max_length=64, pattern=NAME_PATTERN)
     timeout_seconds: float | None = Field(None, gt=0, le=86400)
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="Repeating a request with the same key (per task type) within the "
+        "window returns the task first created for it instead of a second task.",
+    )
 
 
 class BatchIn(Strict):
@@ -99,6 +106,7 @@ class SubmittedOut(BaseModel):
     status: str
     due_time: datetime
     schedule_id: str | None = None
+    duplicate: bool = Field(False, description="True when this answers a repeated idempotency key.")
 
 
 class BatchOut(BaseModel):
@@ -132,6 +140,7 @@ class TaskOut(BaseModel):
     max_retries: int
     retry_backoff: RetryBackoffOut
     timeout_seconds: float | None
+    idempotency_key: str | None
     attempts: int
     fence: int
     due_time: datetime | None

@@ -38,7 +38,7 @@ def task_request(body: TaskIn, node: Node) -> TaskRequest:
         misfire=s.misfire_policy,
         overlap=s.overlap_policy,
     )
-    return TaskRequest(body.task_type, body.payload, schedule, options)
+    return TaskRequest(body.task_type, body.payload, schedule, options, body.idempotency_key)
 
 
 def task_out(view: TaskView) -> TaskOut:
@@ -70,6 +70,7 @@ def task_out(view: TaskView) -> TaskOut:
             base_seconds=o.backoff_base_seconds, max_seconds=o.backoff_max_seconds
         ),
         timeout_seconds=o.timeout_seconds,
+        idempotency_key=r.idempotency_key,
         attempts=r.attempts,
         fence=r.version,
         due_time=to_datetime(r.due_ms),

@@ -73,6 +73,15 @@ def up(
             "interrupted and given back for a retry.",
         ),
     ] = DEFAULTS.shutdown_grace_seconds,
+    idempotency_window_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=env("idempotency_window_seconds"),
+            min=1,
+            max=30 * 86400,
+            help="How long an idempotency key returns the task first made for it.",
+        ),
+    ] = DEFAULTS.idempotency_window_seconds,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -91,6 +100,7 @@ def up(
         partition_lease_seconds=partition_lease_seconds,
         max_payload_bytes=max_payload_bytes,
         shutdown_grace_seconds=shutdown_grace_seconds,
+        idempotency_window_seconds=idempotency_window_seconds,
     )
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
+from tickwheel.errors import RejectedItems
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -51,6 +53,22 @@ class Batcher(Generic[T, R]):
         del self._waiting[:taken]
         return groups
 
+    def _fail_rejected(
+        self, groups: list[tuple[Sequence[T], asyncio.Future[list[R]]]], rejected: RejectedItems
+    ) -> None:
+        """The flush wrote nothing: fail the groups holding a refused item (indexes made
+        relative to the group) and flush the others again, first."""
+        start, others = 0, []
+        for items, future in groups:
+            end = start + len(items)
+            mine = {i - start: e for i, e in rejected.errors.items() if start <= i < end}
+            if mine:
+                future.set_exception(RejectedItems(mine))
+            else:
+                others.append((items, future))
+            start = end
+        self._waiting[:0] = others
+
     async def _run(self) -> None:
         while self._waiting:
             groups = self._next_groups()
@@ -59,6 +77,9 @@ class Batcher(Generic[T, R]):
                 results = await self._flush(batch)
                 if len(results) != len(batch):
                     raise RuntimeError(f"flush answered {len(results)} of {len(batch)} items")
+            except RejectedItems as rejected:
+                self._fail_rejected(groups, rejected)
+                continue
             except BaseException as error:
                 for _, future in groups:
                     if not future.done():

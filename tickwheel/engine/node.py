@@ -100,6 +100,7 @@ class Node:
             check_payload=self._check_payload,
             local_watermark=self._local_watermark,
             max_payload_bytes=s.max_payload_bytes,
+            idempotency_window_seconds=s.idempotency_window_seconds,
         )
         self.worker = Worker(
             app=self.app,

@@ -6,6 +6,7 @@ submissions share one commit (group commit), so durability costs one fsync per b
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,10 +16,17 @@ from tickwheel.clock import Clock
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.engine.batcher import Batcher
 from tickwheel.engine.schedules import first_due_ms, instance_of
-from tickwheel.errors import Conflict, InvalidBatch, InvalidRequest, TaskNotFound
+from tickwheel.errors import (
+    Conflict,
+    InvalidBatch,
+    InvalidRequest,
+    RejectedItems,
+    TaskNotFound,
+)
 from tickwheel.ids import new_id, partition_of
 from tickwheel.models import (
     ExecutionRecord,
+    Idempotency,
     NewTask,
     ScheduleRecord,
     ScheduleType,
@@ -30,6 +38,20 @@ from tickwheel.storage.base import Store, TaskFilter
 
 MAX_CANCEL_RACES = 5
 MAX_PAYLOAD_DEPTH = 64
+
+
+def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
+    """What makes two submissions the same request (the key itself aside)."""
+    s, o = request.schedule, request.options
+    cron = (s.cron.expression, s.cron.timezone, s.cron.jitter_seconds) if s.cron else None
+    parts = [
+        request.task_type,
+        encoded_payload,
+        [str(s.type), s.due_ms, s.delay_seconds, cron, str(s.misfire), str(s.overlap)],
+        [o.queue, o.priority, o.max_retries, o.backoff_base_seconds, o.backoff_max_seconds],
+        o.timeout_seconds,
+    ]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def _depth(value: Any) -> int:
@@ -64,6 +86,7 @@ class TaskRequest:
         default_factory=lambda: ScheduleRequest(ScheduleType.IMMEDIATE)
     )
     options: TaskOptions = field(default_factory=TaskOptions)
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +95,7 @@ class Submitted:
     status: Status
     due_ms: int
     schedule_id: str | None = None
+    duplicate: bool = False  # an idempotent repeat: the task first created for the key
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +121,7 @@ class TaskService:
         check_payload: Callable[[str, Any], None] = lambda task_type, payload: None,
         local_watermark: Callable[[int], int | None] = lambda _: None,
         max_payload_bytes: int = 256 * 1024,
+        idempotency_window_seconds: float = 86400.0,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -106,6 +131,7 @@ class TaskService:
         self._check_type_payload = check_payload
         self._local_watermark = local_watermark
         self.max_payload_bytes = max_payload_bytes
+        self.idempotency_window_ms = round(idempotency_window_seconds * 1000)
         self._inserts: Batcher[NewTask, int] = Batcher(store.insert_tasks)
 
     # -- submit --------------------------------------------------------------
@@ -131,12 +157,43 @@ class TaskService:
                 problems.append((index, problem))
         if problems:
             raise InvalidBatch(problems)
-        await self._inserts.submit_many(tasks)
+        try:
+            seqs = await self._inserts.submit_many(tasks)
+        except RejectedItems as rejected:
+            index, error = next(iter(rejected.errors.items()))
+            raise error if len(tasks) == 1 else Conflict(f"tasks.{index}: {error}") from None
         self._on_committed()
-        return [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
+        submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
+        if any(t.idempotency for t in tasks):
+            await self._point_duplicates_at_originals(submitted, seqs)
+        return submitted
+
+    async def _point_duplicates_at_originals(
+        self, submitted: list[Submitted], seqs: list[int]
+    ) -> None:
+        """The store answered a repeated key with the original task's seq: answer with
+        that task, as it is now."""
+        views = {
+            v.record.seq: v
+            for v in await self._views(await self._store.get_tasks(seqs))
+            if v.record
+        }
+        for i, seq in enumerate(seqs):
+            view = views[seq]
+            if view.task_id != submitted[i].task_id and view.record is not None:
+                submitted[i] = Submitted(
+                    view.task_id, view.status, view.record.due_ms, duplicate=True
+                )
 
     def _new_task(self, request: TaskRequest, now_ms: int) -> NewTask:
         encoded = self._check(request)
+        idempotency = None
+        if request.idempotency_key is not None:
+            idempotency = Idempotency(
+                request.idempotency_key,
+                _request_hash(request, encoded),
+                now_ms - self.idempotency_window_ms,
+            )
         schedule = request.schedule
         if schedule.type is ScheduleType.CRON:
             raise InvalidRequest(
@@ -161,10 +218,13 @@ class TaskService:
             created_ms=now_ms,
             options=request.options,
             encoded_payload=encoded,
+            idempotency=idempotency,
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
         self._check(request)
+        if request.idempotency_key is not None:
+            raise InvalidRequest("idempotency_key", "not supported for cron tasks yet")
         cron = request.schedule.cron
         if cron is None:
             raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")

@@ -36,7 +36,13 @@ Advance = tuple[ScheduleRecord, NewTask, tuple[int, str] | None]
 
 class TaskStore(Protocol):
     async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
-        """Commit all the tasks in one transaction; return their seqs in order."""
+        """Commit all the tasks in one transaction; return their seqs in order.
+
+        A task whose idempotency key (per task type) is already held within its window
+        by the same request is not inserted: its seq is the original task's. A key held
+        for a different request makes the whole call raise `RejectedItems` (indexes ->
+        `IdempotencyConflict`) and write nothing. Keys are taken with a unique
+        constraint, so concurrent duplicates cannot both win."""
         ...
 
     async def get_task(self, task_id: str) -> TaskRecord | None: ...

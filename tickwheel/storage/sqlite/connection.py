@@ -20,9 +20,11 @@ from tickwheel.errors import StoreUnavailable
 T = TypeVar("T")
 
 PRAGMAS = (
+    # The busy timeout first: switching a new file to WAL needs a lock that another
+    # process opening the same file may hold for a moment.
+    "PRAGMA busy_timeout = 10000",
     "PRAGMA journal_mode = WAL",
     "PRAGMA synchronous = FULL",
-    "PRAGMA busy_timeout = 10000",
     "PRAGMA foreign_keys = OFF",
     "PRAGMA cache_size = -65536",
 )

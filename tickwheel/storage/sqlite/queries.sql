@@ -8,8 +8,25 @@
 INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, status, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
-    due_time, created_at
-) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    due_time, created_at, idempotency_key
+) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: take_idempotency_key
+-- Ours if the key is free or its holder is older than the window; the primary key
+-- makes concurrent duplicates race safely.
+INSERT INTO idempotency_keys (task_type, key, task_id, request_hash, created_at)
+VALUES (:task_type, :key, :task_id, :hash, :now)
+ON CONFLICT (task_type, key) DO UPDATE
+SET task_id = excluded.task_id, request_hash = excluded.request_hash,
+    created_at = excluded.created_at
+WHERE idempotency_keys.created_at < :since
+RETURNING task_id;
+
+-- name: idempotency_key_holder
+SELECT task_id, request_hash FROM idempotency_keys WHERE task_type = :task_type AND key = :key;
+
+-- name: seqs_of
+SELECT task_id, seq FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
 
 -- name: max_seq
 SELECT COALESCE(MAX(seq), 0) FROM tasks;

@@ -55,7 +55,8 @@ CREATE TABLE tasks (
     triggered_at      INTEGER,
     started_at        INTEGER,
     completed_at      INTEGER,
-    last_error        TEXT
+    last_error        TEXT,
+    idempotency_key   TEXT
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.
@@ -94,3 +95,13 @@ CREATE TABLE partition_leases (
     expires_at  INTEGER NOT NULL DEFAULT 0,
     watermark   INTEGER NOT NULL DEFAULT 0
 );
+
+-- Idempotency keys of submissions, one per (task type, key), held for a window.
+CREATE TABLE idempotency_keys (
+    task_type     TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    request_hash  TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    PRIMARY KEY (task_type, key)
+) WITHOUT ROWID;

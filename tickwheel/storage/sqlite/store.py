@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from tickwheel.errors import IdempotencyConflict, RejectedItems, TickwheelError
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -65,8 +66,7 @@ class SqliteStore:
     # -- tasks ---------------------------------------------------------------
 
     async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
-        rows = [_task_params(t) for t in tasks]
-        return await self._writer.transaction(lambda db: _insert_task_rows(db, rows))
+        return await self._writer.transaction(lambda db: _insert_tasks(db, tasks))
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
         row = await self._reader.run(lambda db: db.execute(q("get_task"), (task_id,)).fetchone())
@@ -277,7 +277,48 @@ def _task_params(t: NewTask) -> list[Any]:
         *_option_params(t.options),
         t.due_ms,
         t.created_ms,
+        t.idempotency.key if t.idempotency else None,
     ]
+
+
+def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[int]:
+    originals = _take_idempotency_keys(db, tasks)  # index -> task_id first made for it
+    fresh = [t for i, t in enumerate(tasks) if i not in originals]
+    seqs = _insert_task_rows(db, [_task_params(t) for t in fresh])
+    seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
+    older = [task_id for task_id in originals.values() if task_id not in seq_of]
+    if older:
+        seq_of.update(db.execute(q("seqs_of"), (json.dumps(older),)).fetchall())
+    return [seq_of[originals.get(i, t.task_id)] for i, t in enumerate(tasks)]
+
+
+def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
+    """Take each task's key; return the duplicates (index -> the original's task id).
+    A key held for a different request rejects the whole call."""
+    originals: dict[int, str] = {}
+    conflicts: dict[int, TickwheelError] = {}
+    for index, t in enumerate(tasks):
+        k = t.idempotency
+        if k is None:
+            continue
+        params = {
+            "task_type": t.task_type,
+            "key": k.key,
+            "task_id": t.task_id,
+            "hash": k.request_hash,
+            "now": t.created_ms,
+            "since": k.since_ms,
+        }
+        if db.execute(q("take_idempotency_key"), params).fetchone() is not None:
+            continue
+        holder, request_hash = db.execute(q("idempotency_key_holder"), params).fetchone()
+        if request_hash == k.request_hash:
+            originals[index] = holder
+        else:
+            conflicts[index] = IdempotencyConflict(t.task_type, k.key, holder)
+    if conflicts:
+        raise RejectedItems(conflicts)
+    return originals
 
 
 def _option_params(o: TaskOptions) -> list[Any]:
@@ -338,6 +379,7 @@ def _task(r: Sequence[Any]) -> TaskRecord:
         lease_expires_ms=r[21],
         worker_id=r[22],
         last_error=r[23],
+        idempotency_key=r[24],
     )
 
 
