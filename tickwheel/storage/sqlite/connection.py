@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -19,6 +20,7 @@ from tickwheel.errors import StoreUnavailable
 
 T = TypeVar("T")
 
+CONNECT_RETRIES = 50
 PRAGMAS = (
     # The busy timeout first: switching a new file to WAL needs a lock that another
     # process opening the same file may hold for a moment.
@@ -43,7 +45,16 @@ class Connection:
     def _connect(self, _: object = None) -> None:
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         for pragma in PRAGMAS:
-            db.execute(pragma)
+            # Switching a new file to WAL can meet another process doing the same, and
+            # SQLite does not wait on that lock even with a busy timeout: retry a while.
+            for attempt in range(CONNECT_RETRIES):
+                try:
+                    db.execute(pragma)
+                    break
+                except sqlite3.OperationalError:
+                    if attempt == CONNECT_RETRIES - 1:
+                        raise
+                    time.sleep(0.01 * (attempt + 1))
         self._db = db
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
