@@ -47,3 +47,5 @@ def test_tour_runs_verbatim(tickwheel_factory: type) -> None:
     assert '"cancelled_instances":1' in out  # the cron task, disabled
     assert '"field":"schedule.cron_expression"' in out  # bad input named
     assert "noop" in out  # the CLI listing
+    assert '"duplicate":true' in out  # the repeated idempotency key
+    assert out.count('"status":"pending"') >= 2  # the batch
