@@ -25,5 +25,7 @@ class Settings:
     max_payload_bytes: int = 256 * 1024
     max_batch_bytes: int = 32 * 1024 * 1024
     idempotency_window_seconds: float = 86400.0
+    max_ready_depth: int = 1_000_000
+    max_drain_seconds: float = 300.0
     shutdown_grace_seconds: float = 30.0
     node_id: str | None = None

@@ -59,6 +59,16 @@ class StaleFence(TickwheelError):
     """The fence is stale: a newer attempt owns this task."""
 
 
+class Overloaded(TickwheelError):
+    """The ready queue is backed up: submit again later."""
+
+    def __init__(self, retry_after_seconds: int, backlog: int) -> None:
+        super().__init__(
+            f"{backlog} due tasks are waiting for workers; retry in {retry_after_seconds} s"
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
 class StoreUnavailable(TickwheelError):
     """The store cannot be reached."""
 

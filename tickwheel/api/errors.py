@@ -12,6 +12,7 @@ from tickwheel.errors import (
     Conflict,
     InvalidBatch,
     InvalidRequest,
+    Overloaded,
     StaleFence,
     TaskNotFound,
     TickwheelError,
@@ -65,6 +66,12 @@ async def _conflict(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("conflict", str(exc)), status_code=409)
 
 
+async def _overloaded(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Overloaded)
+    headers = {"Retry-After": str(exc.retry_after_seconds)}
+    return JSONResponse(error_body("overloaded", str(exc)), status_code=429, headers=headers)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     status = 503 if isinstance(exc, TickwheelError | OSError) else 500
@@ -78,4 +85,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(TaskNotFound, _not_found)
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(StaleFence, _conflict)
+    app.add_exception_handler(Overloaded, _overloaded)
     app.add_exception_handler(Exception, _unexpected)

@@ -15,6 +15,7 @@ from tickwheel.api.schemas import (
     ErrorOut,
     HealthOut,
     HistoryPage,
+    QueuesOut,
     SubmittedOut,
     TaskIn,
     TaskOut,
@@ -34,6 +35,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorOut, "description": "The body or payload is too large"},
     422: {"model": ErrorOut, "description": "Invalid input; `field` names what is at fault"},
 }
+SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    429: {"model": ErrorOut, "description": "Overloaded: retry after Retry-After seconds"},
+}
 MAX_PAGE = 500
 
 
@@ -46,7 +51,7 @@ def node_of(request: Request) -> Node:
     "/api/tasks",
     status_code=201,
     response_model=SubmittedOut,
-    responses={**ERRORS, 200: {"model": SubmittedOut, "description": "An idempotent repeat"}},
+    responses={**SUBMIT_ERRORS, 200: {"model": SubmittedOut, "description": "A repeated key"}},
 )
 async def submit_task(
     body: TaskIn,
@@ -56,6 +61,7 @@ async def submit_task(
 ) -> SubmittedOut:
     """Submit a task. The idempotency key may also come as an `Idempotency-Key` header."""
     node = node_of(request)
+    node.admission.check()
     if body.idempotency_key is None and idempotency_key is not None:
         body = body.model_copy(update={"idempotency_key": idempotency_key})
     submitted = await node.service.submit(views.task_request(body, node))
@@ -77,11 +83,12 @@ def _submitted_out(submitted: Submitted) -> SubmittedOut:
     )
 
 
-@router.post("/api/tasks/batch", status_code=201, response_model=BatchOut, responses=ERRORS)
+@router.post("/api/tasks/batch", status_code=201, response_model=BatchOut, responses=SUBMIT_ERRORS)
 async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
     """Up to 10,000 one-off tasks, committed together: all are stored or none is, and a
     422 lists every rejected entry by its index."""
     node = node_of(request)
+    node.admission.check()
     submitted = await node.service.submit_many([views.task_request(t, node) for t in body.tasks])
     return BatchOut(tasks=[_submitted_out(s) for s in submitted])
 
@@ -124,6 +131,22 @@ async def list_tasks(
     )
     token = encode_token(cursor) if cursor is not None else None
     return TaskPage(tasks=[views.task_out(v) for v in found], next_token=token)
+
+
+@router.get("/api/queues", response_model=QueuesOut)
+async def queues(request: Request) -> QueuesOut:
+    """Ready-queue depth per queue, the drain rate, and whether submissions are admitted."""
+    node = node_of(request)
+    state = node.admission.state()
+    return QueuesOut(
+        depth=state.depth,
+        backlog=state.backlog,
+        drain_per_second=state.drain_per_second,
+        seconds_to_drain=state.seconds_to_drain,
+        admitting=state.open,
+        max_depth=node.admission.max_depth,
+        max_drain_seconds=node.admission.max_drain_seconds,
+    )
 
 
 @router.get("/healthz", response_model=HealthOut)

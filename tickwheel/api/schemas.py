@@ -187,6 +187,16 @@ class ErrorOut(BaseModel):
     field: str | None = None
 
 
+class QueuesOut(BaseModel):
+    depth: dict[str, int]
+    backlog: int
+    drain_per_second: float
+    seconds_to_drain: float | None
+    admitting: bool
+    max_depth: int
+    max_drain_seconds: float
+
+
 class HealthOut(BaseModel):
     ok: bool
     node_id: str

@@ -82,6 +82,22 @@ def up(
             help="How long an idempotency key returns the task first made for it.",
         ),
     ] = DEFAULTS.idempotency_window_seconds,
+    max_ready_depth: Annotated[
+        int,
+        typer.Option(
+            envvar=env("max_ready_depth"),
+            min=1,
+            help="Submissions get 429 while more due tasks than this wait for workers.",
+        ),
+    ] = DEFAULTS.max_ready_depth,
+    max_drain_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=env("max_drain_seconds"),
+            min=1,
+            help="Submissions get 429 while the due backlog needs longer than this to drain.",
+        ),
+    ] = DEFAULTS.max_drain_seconds,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -101,6 +117,8 @@ def up(
         max_payload_bytes=max_payload_bytes,
         shutdown_grace_seconds=shutdown_grace_seconds,
         idempotency_window_seconds=idempotency_window_seconds,
+        max_ready_depth=max_ready_depth,
+        max_drain_seconds=max_drain_seconds,
     )
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(

@@ -39,6 +39,7 @@ class Dispatcher:
         self._partitions = partitions
         self.lease_ms = round(lease_seconds * 1000)
         self._finishes: Batcher[Finish, bool] = Batcher(self._write_finishes)
+        self.ended = 0  # attempts ended here: the drain rate admission control reads
 
     async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
         if not items:
@@ -102,4 +103,6 @@ class Dispatcher:
         return await self._finishes.submit_many(ends)
 
     async def _write_finishes(self, ends: list[Finish]) -> list[bool]:
-        return await self._store.finish(ends)
+        written = await self._store.finish(ends)
+        self.ended += sum(written)
+        return written

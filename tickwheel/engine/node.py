@@ -17,6 +17,7 @@ from typing import Any
 from tickwheel.clock import Clock, SystemClock
 from tickwheel.config import Settings
 from tickwheel.core.cron import CronSpec
+from tickwheel.engine.admission import Admission
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
@@ -109,6 +110,13 @@ class Node:
             worker_id=self.node_id,
             queues=s.queues,
             concurrency=s.concurrency,
+        )
+        self.admission = Admission(
+            clock=self.clock,
+            depth=self.queue.depth,
+            ended=lambda: self.dispatcher.ended,
+            max_depth=s.max_ready_depth,
+            max_drain_seconds=s.max_drain_seconds,
         )
         await self.trigger.start()
         await self.leases.renew()
