@@ -7,6 +7,8 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from tickwheel.errors import (
     Conflict,
@@ -66,6 +68,30 @@ async def _conflict(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("conflict", str(exc)), status_code=409)
 
 
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Framework errors (unknown route, wrong method, unreadable body) in our shape."""
+    assert isinstance(exc, StarletteHTTPException)
+    kinds = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
+    body = error_body(kinds.get(exc.status_code, "http_error"), str(exc.detail))
+    if exc.status_code == 400:
+        body["field"] = "body"
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(sorted(_allowed_methods(request)))
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _allowed_methods(request: Request) -> set[str]:
+    """Every method of every route on this path (Starlette names only the first route's)."""
+    allowed: set[str] = set()
+    for route in request.app.router.routes:
+        for method in getattr(route, "methods", None) or ():
+            match, _ = route.matches({**request.scope, "method": method})
+            if match is Match.FULL:
+                allowed.add(method)
+    return allowed
+
+
 async def _overloaded(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Overloaded)
     headers = {"Retry-After": str(exc.retry_after_seconds)}
@@ -86,4 +112,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(StaleFence, _conflict)
     app.add_exception_handler(Overloaded, _overloaded)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)

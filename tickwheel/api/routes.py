@@ -37,6 +37,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
+    400: {"model": ErrorOut, "description": "The body is not readable (not UTF-8 JSON)"},
     429: {"model": ErrorOut, "description": "Overloaded: retry after Retry-After seconds"},
 }
 MAX_PAGE = 500
