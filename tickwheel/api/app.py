@@ -11,6 +11,7 @@ from starlette.types import ASGIApp
 from tickwheel.api import errors
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.routes import router
+from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.engine.node import Node
 
 # Room for the rest of a task body around the largest payload.
@@ -39,6 +40,7 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     app.state.node = node
     errors.install(app)
     app.include_router(router)
+    app.include_router(worker_router)
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,

@@ -21,6 +21,7 @@ from tickwheel.engine.admission import Admission
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
+from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
@@ -110,6 +111,9 @@ class Node:
             worker_id=self.node_id,
             queues=s.queues,
             concurrency=s.concurrency,
+        )
+        self.remote = RemoteWorkers(
+            store=self.store, queue=self.queue, dispatcher=self.dispatcher, clock=self.clock
         )
         self.admission = Admission(
             clock=self.clock,

@@ -1,0 +1,141 @@
+"""The worker protocol over HTTP: claim with a long poll, heartbeat, complete, fail, fenced."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tickwheel.api.app import create_app
+from tickwheel.config import Settings
+from tickwheel.engine.node import Node
+
+
+@pytest.fixture
+async def api(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """A node without its own worker: the HTTP worker is the only one."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'wp.db'}", lease_seconds=1)
+    async with Node(settings=settings, run_worker=False) as node:
+        transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            yield client
+
+
+async def _claim(api: httpx.AsyncClient, **body: Any) -> list[dict[str, Any]]:
+    response = await api.post("/api/worker/claim", json={"worker_id": "w1", **body})
+    assert response.status_code == 200, response.text
+    tasks: list[dict[str, Any]] = response.json()["tasks"]
+    return tasks
+
+
+async def _submit(api: httpx.AsyncClient, **body: Any) -> str:
+    task_id: str = (await api.post("/api/tasks", json={"task_type": "resize", **body})).json()[
+        "task_id"
+    ]
+    return task_id
+
+
+async def test_claim_heartbeat_complete(api: httpx.AsyncClient) -> None:
+    task_id = await _submit(api, payload={"w": 10})
+    (task,) = await _claim(api, wait_seconds=5)
+    assert task["task_id"] == task_id
+    assert task["payload"] == {"w": 10}
+    assert task["attempt"] == 1
+    assert task["idempotency_key"] == task_id
+    fence = task["fence"]
+    beat = await api.post(f"/api/worker/tasks/{task_id}/heartbeat", json={"fence": fence})
+    assert beat.status_code == 200
+    done = await api.post(f"/api/worker/tasks/{task_id}/complete", json={"fence": fence})
+    assert done.json()["status"] == "succeeded"
+    shown = (await api.get(f"/api/tasks/{task_id}")).json()
+    assert shown["status"] == "succeeded"
+    assert shown["worker_id"] == "w1"
+
+
+async def test_a_long_poll_returns_when_a_task_becomes_due(api: httpx.AsyncClient) -> None:
+    started = time.monotonic()
+    waiting = asyncio.create_task(_claim(api, wait_seconds=10))
+    await asyncio.sleep(0.2)
+    task_id = await _submit(api)
+    (task,) = await waiting
+    assert task["task_id"] == task_id
+    assert time.monotonic() - started < 5
+    assert await _claim(api, wait_seconds=0.2) == []  # empty after the wait
+
+
+async def test_failure_is_retried_then_fails_for_good(api: httpx.AsyncClient) -> None:
+    task_id = await _submit(
+        api, max_retries=1, retry_backoff={"base_seconds": 0.05, "max_seconds": 0.1}
+    )
+    (first,) = await _claim(api, wait_seconds=5)
+    retry = await api.post(
+        f"/api/worker/tasks/{task_id}/fail", json={"fence": first["fence"], "error": "disk full"}
+    )
+    assert retry.json()["status"] == "pending" and retry.json()["retry_at"]
+    (second,) = await _claim(api, wait_seconds=5)
+    assert second["attempt"] == 2
+    final = await api.post(
+        f"/api/worker/tasks/{task_id}/fail",
+        json={"fence": second["fence"], "error": "disk still full"},
+    )
+    assert final.json()["status"] == "failed"
+    shown = (await api.get(f"/api/tasks/{task_id}")).json()
+    assert shown["last_error"] == "disk still full"
+
+
+async def test_a_non_retryable_failure_fails_at_once(api: httpx.AsyncClient) -> None:
+    task_id = await _submit(api)
+    (task,) = await _claim(api, wait_seconds=5)
+    body = {"fence": task["fence"], "error": "bad input", "retryable": False}
+    answer = await api.post(f"/api/worker/tasks/{task_id}/fail", json=body)
+    assert answer.json()["status"] == "failed"
+
+
+async def test_a_paused_worker_is_fenced_out(api: httpx.AsyncClient) -> None:
+    """Worker A stalls past its lease; the reaper retries the task and worker B takes it.
+    A's heartbeat and result are refused with 409 and change nothing."""
+    task_id = await _submit(api, retry_backoff={"base_seconds": 0.05, "max_seconds": 0.1})
+    (stale,) = await _claim(api, wait_seconds=5)
+    second: list[dict[str, Any]] = []
+    for _ in range(100):  # the 1 s lease runs out, the reaper puts it back
+        second = await _claim(api, wait_seconds=0.2)
+        if second:
+            break
+    (fresh,) = second
+    assert fresh["fence"] > stale["fence"]
+    for action, extra in (("heartbeat", {}), ("complete", {}), ("fail", {"error": "late"})):
+        refused = await api.post(
+            f"/api/worker/tasks/{task_id}/{action}", json={"fence": stale["fence"], **extra}
+        )
+        assert refused.status_code == 409, action
+    shown = (await api.get(f"/api/tasks/{task_id}")).json()
+    assert shown["status"] == "running" and shown["fence"] == fresh["fence"]
+    done = await api.post(f"/api/worker/tasks/{task_id}/complete", json={"fence": fresh["fence"]})
+    assert done.status_code == 200
+
+
+async def test_claim_by_task_type_leaves_other_types_queued(api: httpx.AsyncClient) -> None:
+    other = await _submit(api)
+    mine = (await api.post("/api/tasks", json={"task_type": "thumbnail"})).json()["task_id"]
+    (task,) = await _claim(api, task_types=["thumbnail"], wait_seconds=5)
+    assert task["task_id"] == mine
+    (rest,) = await _claim(api, wait_seconds=5)
+    assert rest["task_id"] == other
+
+
+async def test_protocol_input_is_validated(api: httpx.AsyncClient) -> None:
+    for body in (
+        {"worker_id": "w", "max_tasks": 0},
+        {"worker_id": "w", "max_tasks": 1000},
+        {"worker_id": "w", "wait_seconds": 31},
+        {"worker_id": ""},
+        {"worker_id": "w", "queues": ["bad name"]},
+    ):
+        assert (await api.post("/api/worker/claim", json=body)).status_code == 422, body
+    unknown = await api.post("/api/worker/tasks/nope/complete", json={"fence": 1})
+    assert unknown.status_code == 404
