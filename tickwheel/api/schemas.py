@@ -8,12 +8,25 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic import Strict as StrictValues
 
 from tickwheel.core import cron
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
+
+# Numbers and flags are strict: JSON `true` is not 1, and "5" is not 5.
+StrictInt = Annotated[int, StrictValues()]
+StrictFloat = Annotated[float, StrictValues()]  # an integer is still a number
+StrictBool = Annotated[bool, StrictValues()]
 
 TEN_YEARS = 10 * 366 * 86400.0
 MAX_BATCH_TASKS = 10_000
@@ -27,8 +40,8 @@ class Strict(BaseModel):
 
 
 class RetryBackoffIn(Strict):
-    base_seconds: float = Field(1.0, gt=0, le=86400)
-    max_seconds: float = Field(300.0, gt=0, le=7 * 86400)
+    base_seconds: StrictFloat = Field(1.0, gt=0, le=86400)
+    max_seconds: StrictFloat = Field(300.0, gt=0, le=7 * 86400)
 
     @model_validator(mode="after")
     def _cap_not_below_base(self) -> RetryBackoffIn:
@@ -40,10 +53,10 @@ class RetryBackoffIn(Strict):
 class ScheduleIn(Strict):
     type: Literal["immediate", "delayed", "cron"] = "immediate"
     due_time: AwareDatetime | None = None
-    delay_seconds: float | None = Field(None, ge=0, le=TEN_YEARS)
+    delay_seconds: StrictFloat | None = Field(None, ge=0, le=TEN_YEARS)
     cron_expression: str | None = Field(None, max_length=256)
     timezone: str = Field("UTC", max_length=64)
-    jitter_seconds: int = Field(0, ge=0, le=86400)
+    jitter_seconds: StrictInt = Field(0, ge=0, le=86400)
     misfire_policy: cron.MisfirePolicy = cron.MisfirePolicy.RUN_ONCE
     overlap_policy: cron.OverlapPolicy = cron.OverlapPolicy.ALLOW
 
@@ -84,11 +97,11 @@ class TaskIn(Strict):
     task_type: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
     payload: Any = None
     schedule: ScheduleIn = Field(default_factory=lambda: ScheduleIn())
-    max_retries: int | None = Field(None, ge=0, le=100)
+    max_retries: StrictInt | None = Field(None, ge=0, le=100)
     retry_backoff: RetryBackoffIn | None = None
-    priority: int | None = Field(None, ge=PRIORITY_MIN, le=PRIORITY_MAX)
+    priority: StrictInt | None = Field(None, ge=PRIORITY_MIN, le=PRIORITY_MAX)
     queue: str | None = Field(None, min_length=1, max_length=64, pattern=NAME_PATTERN)
-    timeout_seconds: float | None = Field(None, gt=0, le=86400)
+    timeout_seconds: StrictFloat | None = Field(None, gt=0, le=86400)
     idempotency_key: str | None = Field(
         None,
         min_length=1,
@@ -202,8 +215,8 @@ class ClaimIn(Strict):
     worker_id: str = Field(min_length=1, max_length=128)
     queues: list[str] = Field(default_factory=lambda: ["default"], min_length=1, max_length=64)
     task_types: list[str] | None = Field(None, min_length=1, max_length=256)
-    max_tasks: int = Field(10, ge=1, le=256)
-    wait_seconds: float = Field(0.0, ge=0, le=30)
+    max_tasks: StrictInt = Field(10, ge=1, le=256)
+    wait_seconds: StrictFloat = Field(0.0, ge=0, le=30)
 
     @field_validator("queues", "task_types")
     @classmethod
@@ -231,7 +244,7 @@ class ClaimOut(BaseModel):
 
 
 class HeartbeatIn(Strict):
-    fence: int = Field(ge=0, le=2**62)
+    fence: StrictInt = Field(ge=0, le=2**62)
 
 
 class CompleteIn(HeartbeatIn):
@@ -240,7 +253,7 @@ class CompleteIn(HeartbeatIn):
 
 class FailIn(HeartbeatIn):
     error: str = Field(min_length=1, max_length=4000)
-    retryable: bool = True
+    retryable: StrictBool = True
 
 
 class LeaseOut(BaseModel):

@@ -23,6 +23,7 @@ from tickwheel.models import ClaimedTask
 
 router = APIRouter(prefix="/api/worker", tags=["worker protocol"])
 FENCED: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "The body is not readable (not UTF-8 JSON)"},
     404: {"model": ErrorOut, "description": "No task has this id"},
     409: {"model": ErrorOut, "description": "Stale fence: nothing was changed"},
     422: {"model": ErrorOut, "description": "Invalid input; `field` names what is at fault"},
