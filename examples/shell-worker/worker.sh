@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A Tickwheel worker in plain shell, through the worker protocol: curl for HTTP, and
+# python3 only to read JSON. It pulls tasks of the queue "shell", greets the payload's
+# name into $OUTPUT, and fails (for good) a task whose payload asks it to.
+#
+#   TICKWHEEL_URL=http://127.0.0.1:8700 OUTPUT=greetings.txt examples/shell-worker/worker.sh 10
+#
+# The argument is how many tasks to run before exiting (0, the default: forever).
+set -euo pipefail
+
+url=${TICKWHEEL_URL:-http://127.0.0.1:8700}
+worker=${WORKER_ID:-shell-$$}
+output=${OUTPUT:-/dev/stdout}
+limit=${1:-0}
+ran=0
+
+field() { python3 -c "import json, sys; task = json.load(sys.stdin)['tasks'][0]; print($1)"; }
+post() { curl -sf -X POST "$url$1" -H 'content-type: application/json' -d "$2"; }
+
+while [ "$limit" -eq 0 ] || [ "$ran" -lt "$limit" ]; do
+  # Long poll: the answer comes as soon as a task is due, or empty after 10 s.
+  claimed=$(post /api/worker/claim \
+    "{\"worker_id\": \"$worker\", \"queues\": [\"shell\"], \"max_tasks\": 1, \"wait_seconds\": 10}")
+  if [ "$(echo "$claimed" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["tasks"]))')" = 0 ]; then
+    continue
+  fi
+  id=$(echo "$claimed" | field 'task["task_id"]')
+  fence=$(echo "$claimed" | field 'task["fence"]')
+  name=$(echo "$claimed" | field '(task["payload"] or {}).get("name", "world")')
+  fail=$(echo "$claimed" | field '(task["payload"] or {}).get("fail", False)')
+
+  # Every result presents the fence: if this worker stalled past its lease and the task
+  # went to another worker, the answer is 409 and nothing changes.
+  if [ "$fail" = "True" ]; then
+    post "/api/worker/tasks/$id/fail" \
+      "{\"fence\": $fence, \"error\": \"asked to fail\", \"retryable\": false}" > /dev/null
+  else
+    echo "hello $name" >> "$output"
+    post "/api/worker/tasks/$id/complete" "{\"fence\": $fence}" > /dev/null
+  fi
+  ran=$((ran + 1))
+done
