@@ -887,3 +887,35 @@ async def test_reopening_keeps_the_data_and_the_partition_count(stores: Stores) 
     (after,) = await second.insert_tasks([new_task("after")])
     assert after > seq
     assert after == await second.max_seq()
+
+
+# -- operations ------------------------------------------------------------------
+
+
+async def test_redrive_brings_back_only_failed_tasks_with_attempts_reset(store: Store) -> None:
+    dead, alive = await store.insert_tasks([new_task("dead"), new_task("alive")])
+    claimed = await claim(store, dead)
+    failed = replace(
+        retry(claimed, at=T0 + 10, retry_at=T0 + 20), status=Status.FAILED, retry_at_ms=None
+    )
+    assert await store.finish([failed]) == [True]
+    record = await get(store, dead)
+    mark = await store.max_mark()
+
+    assert await store.redrive([(dead, record.version - 1)], T0 + 50) == [False]  # stale
+    assert await store.redrive([(dead, record.version), (alive, 0)], T0 + 50) == [True, False]
+
+    back = await get(store, dead)
+    assert (back.status, back.attempts, back.due_ms) == (Status.PENDING, 0, T0 + 50)
+    rows = await store.load_pending([0], due_after=None, due_until=T0 + DAY, mark_after=mark)
+    assert [r.seq for r in rows] == [dead]  # the loader sees it again
+
+
+async def test_priority_changes_only_while_pending(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("p")])
+    version = (await get(store, seq)).version
+    assert await store.set_priority(seq, version + 1, 9) is False
+    assert await store.set_priority(seq, version, 9) is True
+    assert (await get(store, seq)).options.priority == 9
+    running = await claim(store, seq)
+    assert await store.set_priority(seq, running.fence, 1) is False

@@ -15,7 +15,11 @@ from tickwheel.api.schemas import (
     ErrorOut,
     HealthOut,
     HistoryPage,
+    PriorityIn,
     QueuesOut,
+    RedriveIn,
+    RedriveOut,
+    SkippedOut,
     SubmittedOut,
     TaskIn,
     TaskOut,
@@ -92,6 +96,34 @@ async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
     node.admission.check()
     submitted = await node.service.submit_many([views.task_request(t, node) for t in body.tasks])
     return BatchOut(tasks=[_submitted_out(s) for s in submitted])
+
+
+@router.post("/api/tasks/redrive", response_model=RedriveOut, responses=ERRORS)
+async def redrive(body: RedriveIn, request: Request) -> RedriveOut:
+    """Dead letters back to work: failed tasks return to pending, due now, with their
+    attempts reset. (List them with `GET /api/tasks?status=failed`.)"""
+    done, skipped = await node_of(request).service.redrive(body.task_ids)
+    return RedriveOut(
+        redriven=done, skipped=[SkippedOut(task_id=i, reason=r) for i, r in skipped.items()]
+    )
+
+
+@router.patch("/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
+async def change_priority(task_id: str, body: PriorityIn, request: Request) -> TaskOut:
+    """Change a pending task's priority."""
+    return views.task_out(await node_of(request).service.set_priority(task_id, body.priority))
+
+
+@router.post("/api/tasks/{task_id}/pause", response_model=TaskOut, responses=ERRORS)
+async def pause(task_id: str, request: Request) -> TaskOut:
+    """Pause a recurring task: its pending instance is cancelled until it resumes."""
+    return views.task_out(await node_of(request).service.pause(task_id))
+
+
+@router.post("/api/tasks/{task_id}/resume", response_model=TaskOut, responses=ERRORS)
+async def resume(task_id: str, request: Request) -> TaskOut:
+    """Resume a paused recurring task from its next fire time."""
+    return views.task_out(await node_of(request).service.resume(task_id))
 
 
 @router.get("/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)

@@ -211,6 +211,31 @@ class QueuesOut(BaseModel):
     max_drain_seconds: float
 
 
+class RedriveIn(Strict):
+    task_ids: list[str] = Field(min_length=1, max_length=1000)
+
+    @field_validator("task_ids")
+    @classmethod
+    def _bounded_ids(cls, value: list[str]) -> list[str]:
+        if any(not 0 < len(task_id) <= 64 for task_id in value):
+            raise ValueError("task ids are 1 to 64 characters")
+        return value
+
+
+class SkippedOut(BaseModel):
+    task_id: str
+    reason: str
+
+
+class RedriveOut(BaseModel):
+    redriven: list[str]
+    skipped: list[SkippedOut]
+
+
+class PriorityIn(Strict):
+    priority: StrictInt = Field(ge=PRIORITY_MIN, le=PRIORITY_MAX)
+
+
 class ClaimIn(Strict):
     worker_id: str = Field(min_length=1, max_length=128)
     queues: list[str] = Field(default_factory=lambda: ["default"], min_length=1, max_length=64)

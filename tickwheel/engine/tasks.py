@@ -372,3 +372,71 @@ class TaskService:
             assert fresh is not None
             record = fresh
         raise Conflict(f"task {record.task_id} kept changing; try again")
+
+    # -- operations ----------------------------------------------------------
+
+    async def redrive(self, task_ids: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """Failed tasks back to pending, due now, attempts reset. Returns the ids re-driven
+        and, for the others, why not."""
+        found: list[TaskRecord] = []
+        skipped: dict[str, str] = {}
+        for task_id in dict.fromkeys(task_ids):
+            record = await self._store.get_task(task_id)
+            if record is None:
+                skipped[task_id] = "no task has this id"
+            elif record.status is not Status.FAILED:
+                skipped[task_id] = f"it is {record.status}, not failed"
+            else:
+                found.append(record)
+        done = await self._store.redrive([(r.seq, r.version) for r in found], self._clock.now_ms())
+        for record, ok in zip(found, done, strict=True):
+            if not ok:
+                skipped[record.task_id] = "it changed meanwhile; try again"
+        self._on_committed()
+        return [r.task_id for r, ok in zip(found, done, strict=True) if ok], skipped
+
+    async def set_priority(self, task_id: str, priority: int) -> TaskView:
+        record = await self._store.get_task(task_id)
+        if record is None:
+            raise TaskNotFound(f"no task has the id {task_id}")
+        if record.status is not Status.PENDING:
+            raise Conflict(
+                f"task {task_id} is {record.status}: only a pending task's priority changes"
+            )
+        if not await self._store.set_priority(record.seq, record.version, priority):
+            raise Conflict(f"task {task_id} changed meanwhile; try again")
+        self._on_cancelled(record)  # its wheel entry carries the old priority
+        self._on_committed()  # the loader puts it back with the new one
+        return await self.get(task_id)
+
+    async def pause(self, schedule_id: str) -> TaskView:
+        """Stop a recurring schedule: its pending instance is cancelled."""
+        schedule = await self._schedule(schedule_id)
+        if schedule.status == "cancelled":
+            raise Conflict(f"schedule {schedule_id} is cancelled")
+        paused = await self._store.set_schedule_status(schedule_id, "paused")
+        if paused is not None and paused.current_seq is not None:
+            current = await self._store.get_tasks([paused.current_seq])
+            if current:
+                await self._cancel_record(current[0], quiet=True)
+        return await self.get(schedule_id)
+
+    async def resume(self, schedule_id: str) -> TaskView:
+        """Start a paused schedule again from its next fire time after now."""
+        schedule = await self._schedule(schedule_id)
+        if schedule.status != "paused":
+            raise Conflict(f"schedule {schedule_id} is {schedule.status}, not paused")
+        active = await self._store.set_schedule_status(schedule_id, "active")
+        assert active is not None
+        now = self._clock.now_ms()
+        nxt = instance_of(active, first_due_ms(active, now), now, self._partitions)
+        if (await self._store.advance_schedules([(active, nxt, None)]))[0] is None:
+            raise Conflict(f"schedule {schedule_id} changed meanwhile; try again")
+        self._on_committed()
+        return await self.get(schedule_id)
+
+    async def _schedule(self, schedule_id: str) -> ScheduleRecord:
+        schedule = await self._store.get_schedule(schedule_id)
+        if schedule is None:
+            raise TaskNotFound(f"no recurring task has the id {schedule_id}")
+        return schedule

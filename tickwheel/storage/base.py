@@ -63,6 +63,15 @@ class TaskStore(Protocol):
         """Compare-and-set a task to cancelled."""
         ...
 
+    async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
+        """Compare-and-set failed tasks, (seq, version) each, back to pending, due now,
+        attempts reset, made visible to the loader."""
+        ...
+
+    async def set_priority(self, seq: int, version: int, priority: int) -> bool:
+        """Compare-and-set the priority of a pending task."""
+        ...
+
 
 class DispatchStore(Protocol):
     async def load_pending(

@@ -171,3 +171,16 @@ WHERE partition = :partition AND owner = :node AND epoch = :epoch AND expires_at
 
 -- name: watermarks
 SELECT partition, watermark FROM partition_leases;
+
+-- name: redrive
+-- A failed task back to pending, due now, with its attempts reset; a new mark so the
+-- loader of its partition finds it.
+UPDATE tasks
+SET status = 'pending', version = version + 1, attempts = 0, due_time = :now, mark = :mark,
+    triggered_at = NULL, started_at = NULL, completed_at = NULL, lease_expires_at = NULL,
+    worker_id = NULL
+WHERE seq = :seq AND version = :version AND status = 'failed';
+
+-- name: set_priority
+UPDATE tasks SET priority = :priority, version = version + 1, mark = :mark
+WHERE seq = :seq AND version = :version AND status = 'pending';

@@ -109,6 +109,28 @@ class SqliteStore:
         rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
         return [_execution(r) for r in rows]
 
+    async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
+        def work(db: sqlite3.Connection) -> list[bool]:
+            marks = _take_marks(db, len(items))
+            return [
+                bool(
+                    db.execute(
+                        q("redrive"), {"seq": s, "version": v, "now": now_ms, "mark": m}
+                    ).rowcount
+                )
+                for (s, v), m in zip(items, marks, strict=True)
+            ]
+
+        return await self._writer.transaction(work)
+
+    async def set_priority(self, seq: int, version: int, priority: int) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            (mark,) = _take_marks(db, 1)
+            params = {"seq": seq, "version": version, "priority": priority, "mark": mark}
+            return bool(db.execute(q("set_priority"), params).rowcount)
+
+        return await self._writer.transaction(work)
+
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
         params = {"seq": seq, "version": version, "now": now_ms}
         count = await self._writer.transaction(lambda db: db.execute(q("cancel"), params).rowcount)
