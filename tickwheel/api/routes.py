@@ -34,6 +34,7 @@ from tickwheel.storage.base import TaskFilter
 
 router = APIRouter()
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "The body is not readable (not UTF-8 JSON)"},
     404: {"model": ErrorOut, "description": "No task has this id"},
     409: {"model": ErrorOut, "description": "The task's state does not allow this"},
     413: {"model": ErrorOut, "description": "The body or payload is too large"},
@@ -41,7 +42,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
-    400: {"model": ErrorOut, "description": "The body is not readable (not UTF-8 JSON)"},
     429: {"model": ErrorOut, "description": "Overloaded: retry after Retry-After seconds"},
 }
 MAX_PAGE = 500
