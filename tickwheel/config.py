@@ -25,6 +25,8 @@ class Settings:
     max_payload_bytes: int = 256 * 1024
     max_batch_bytes: int = 32 * 1024 * 1024
     idempotency_window_seconds: float = 86400.0
+    http_allow: str = ""  # comma-separated hosts, *.domains, IPs and networks
+    http_deny: str = ""
     max_ready_depth: int = 1_000_000
     max_drain_seconds: float = 300.0
     shutdown_grace_seconds: float = 30.0

@@ -115,3 +115,20 @@ def test_cancelled_task_never_fires(tickwheel_factory: type, target: Target) -> 
         assert http.get(f"/api/tasks/{dropped}").json()["status"] == "cancelled"
         assert http.delete(f"/api/tasks/{dropped}").status_code == 409
     assert target.calls_to("/dropped") == []
+
+
+def test_denied_targets_are_refused_at_submission_and_before_a_call(
+    tickwheel_factory: type, target: Target
+) -> None:
+    tw = tickwheel_factory.start(extra_env={"TICKWHEEL_HTTP_DENY": "127.0.0.0/8,::1"})
+    with tw.client() as http:
+        literal = http.post("/api/tasks", json=_http_task(target, "/denied"))
+        assert literal.status_code == 422
+        assert literal.json()["field"] == "payload.url"
+        # A name is judged by what it resolves to, before the call: it fails for good.
+        port = target.url.rsplit(":", 1)[1]
+        body = {"task_type": "http", "payload": {"url": f"http://localhost:{port}/named"}}
+        task_id = http.post("/api/tasks", json=body).json()["task_id"]
+        assert wait_for(lambda: http.get(f"/api/tasks/{task_id}").json()["status"] == "failed", 10)
+        assert "deny list" in http.get(f"/api/tasks/{task_id}").json()["last_error"]
+    assert target.calls == []

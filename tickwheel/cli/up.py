@@ -98,6 +98,18 @@ def up(
             help="Submissions get 429 while the due backlog needs longer than this to drain.",
         ),
     ] = DEFAULTS.max_drain_seconds,
+    http_allow: Annotated[
+        str,
+        typer.Option(
+            envvar=env("http_allow"),
+            help="http tasks may call only these (comma-separated hosts, *.domains, IPs, "
+            "networks); empty: any.",
+        ),
+    ] = DEFAULTS.http_allow,
+    http_deny: Annotated[
+        str,
+        typer.Option(envvar=env("http_deny"), help="http tasks may never call these (same forms)."),
+    ] = DEFAULTS.http_deny,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -119,6 +131,8 @@ def up(
         idempotency_window_seconds=idempotency_window_seconds,
         max_ready_depth=max_ready_depth,
         max_drain_seconds=max_drain_seconds,
+        http_allow=http_allow,
+        http_deny=http_deny,
     )
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(

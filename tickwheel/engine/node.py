@@ -30,6 +30,7 @@ from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Store
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.builtin import HttpCaller, builtin_app
+from tickwheel.worker.http_policy import HttpPolicy
 from tickwheel.worker.registry import App, TaskType
 from tickwheel.worker.runner import Worker, default_worker_id
 
@@ -49,7 +50,7 @@ class Node:
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or SystemClock()
-        self._http = HttpCaller()
+        self._http = HttpCaller(HttpPolicy.parse(self.settings.http_allow, self.settings.http_deny))
         self.app = builtin_app(self._http).merged(app or App())
         self._type_options = {name: _options_of(kind) for name, kind in self.app.types.items()}
         self._run_worker = run_worker

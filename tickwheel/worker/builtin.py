@@ -10,6 +10,7 @@ import aiohttp
 
 from tickwheel.errors import InvalidRequest, PermanentFailure
 from tickwheel.worker.context import TaskContext
+from tickwheel.worker.http_policy import HttpPolicy
 from tickwheel.worker.registry import App
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
@@ -27,7 +28,7 @@ async def noop(ctx: TaskContext, payload: Any) -> None:
     """Does nothing: for tests, benchmarks and health checks of the pipeline."""
 
 
-def check_http_payload(payload: Any) -> None:
+def check_http_payload(payload: Any, policy: HttpPolicy | None = None) -> None:
     if not isinstance(payload, dict):
         raise InvalidRequest("payload", "an http task's payload is an object with a url")
     url = payload.get("url")
@@ -42,6 +43,9 @@ def check_http_payload(payload: Any) -> None:
         raise InvalidRequest("payload.url", "an absolute http:// or https:// URL is required")
     if not parts.hostname or _UNSAFE.search(url):
         raise InvalidRequest("payload.url", "the URL has no host or has control characters")
+    refusal = policy.refusal(parts.hostname) if policy else None
+    if refusal:
+        raise InvalidRequest("payload.url", refusal)
     method = payload.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in METHODS:
         raise InvalidRequest("payload.method", f"one of {', '.join(sorted(METHODS))}")
@@ -69,7 +73,8 @@ class HttpCaller:
     CPU cost, and aiohttp's is several times lower.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, policy: HttpPolicy | None = None) -> None:
+        self.policy = policy or HttpPolicy()
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -87,6 +92,11 @@ class HttpCaller:
             "Idempotency-Key": ctx.idempotency_key,
         }
         timeout = aiohttp.ClientTimeout(total=payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT))
+        target = urlsplit(payload["url"])
+        port = target.port or (443 if target.scheme == "https" else 80)
+        refusal = await self.policy.refusal_resolved(target.hostname or "", port)
+        if refusal:
+            raise PermanentFailure(refusal)
         # Network errors and timeouts propagate as ordinary errors: they are retried.
         async with self._client().request(
             payload.get("method", "POST").upper(),
@@ -112,5 +122,5 @@ class HttpCaller:
 
 def builtin_app(caller: HttpCaller) -> App:
     app = App(dict(builtins.types))
-    app.task("http", check_payload=check_http_payload)(caller)
+    app.task("http", check_payload=lambda p: check_http_payload(p, caller.policy))(caller)
     return app
