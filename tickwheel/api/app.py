@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from tickwheel.api import errors
+from tickwheel.api.auth import AuthError, Tokens, auth_error
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.routes import router
 from tickwheel.api.worker_routes import router as worker_router
@@ -38,7 +39,9 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
         lifespan=lifespan,
     )
     app.state.node = node
+    app.state.tokens = Tokens(lambda: node.store)
     errors.install(app)
+    app.add_exception_handler(AuthError, auth_error)
     app.include_router(router)
     app.include_router(worker_router)
     return BodyLimit(

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 
 from tickwheel.api import views
+from tickwheel.api.auth import Scope, needs
 from tickwheel.api.schemas import (
     BatchIn,
     BatchOut,
@@ -57,6 +58,7 @@ def node_of(request: Request) -> Node:
     status_code=201,
     response_model=SubmittedOut,
     responses={**SUBMIT_ERRORS, 200: {"model": SubmittedOut, "description": "A repeated key"}},
+    dependencies=needs(Scope.SUBMIT),
 )
 async def submit_task(
     body: TaskIn,
@@ -88,7 +90,13 @@ def _submitted_out(submitted: Submitted) -> SubmittedOut:
     )
 
 
-@router.post("/api/tasks/batch", status_code=201, response_model=BatchOut, responses=SUBMIT_ERRORS)
+@router.post(
+    "/api/tasks/batch",
+    status_code=201,
+    response_model=BatchOut,
+    responses=SUBMIT_ERRORS,
+    dependencies=needs(Scope.SUBMIT),
+)
 async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
     """Up to 10,000 one-off tasks, committed together: all are stored or none is, and a
     422 lists every rejected entry by its index."""
@@ -98,7 +106,12 @@ async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
     return BatchOut(tasks=[_submitted_out(s) for s in submitted])
 
 
-@router.post("/api/tasks/redrive", response_model=RedriveOut, responses=ERRORS)
+@router.post(
+    "/api/tasks/redrive",
+    response_model=RedriveOut,
+    responses=ERRORS,
+    dependencies=needs(Scope.ADMIN),
+)
 async def redrive(body: RedriveIn, request: Request) -> RedriveOut:
     """Dead letters back to work: failed tasks return to pending, due now, with their
     attempts reset. (List them with `GET /api/tasks?status=failed`.)"""
@@ -108,36 +121,63 @@ async def redrive(body: RedriveIn, request: Request) -> RedriveOut:
     )
 
 
-@router.patch("/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
+@router.patch(
+    "/api/tasks/{task_id}",
+    response_model=TaskOut,
+    responses=ERRORS,
+    dependencies=needs(Scope.ADMIN),
+)
 async def change_priority(task_id: str, body: PriorityIn, request: Request) -> TaskOut:
     """Change a pending task's priority."""
     return views.task_out(await node_of(request).service.set_priority(task_id, body.priority))
 
 
-@router.post("/api/tasks/{task_id}/pause", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/api/tasks/{task_id}/pause",
+    response_model=TaskOut,
+    responses=ERRORS,
+    dependencies=needs(Scope.ADMIN),
+)
 async def pause(task_id: str, request: Request) -> TaskOut:
     """Pause a recurring task: its pending instance is cancelled until it resumes."""
     return views.task_out(await node_of(request).service.pause(task_id))
 
 
-@router.post("/api/tasks/{task_id}/resume", response_model=TaskOut, responses=ERRORS)
+@router.post(
+    "/api/tasks/{task_id}/resume",
+    response_model=TaskOut,
+    responses=ERRORS,
+    dependencies=needs(Scope.ADMIN),
+)
 async def resume(task_id: str, request: Request) -> TaskOut:
     """Resume a paused recurring task from its next fire time."""
     return views.task_out(await node_of(request).service.resume(task_id))
 
 
-@router.get("/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS)
+@router.get(
+    "/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS, dependencies=needs(Scope.READ)
+)
 async def get_task(task_id: str, request: Request) -> TaskOut:
     return views.task_out(await node_of(request).service.get(task_id))
 
 
-@router.delete("/api/tasks/{task_id}", response_model=CancelledOut, responses=ERRORS)
+@router.delete(
+    "/api/tasks/{task_id}",
+    response_model=CancelledOut,
+    responses=ERRORS,
+    dependencies=needs(Scope.ADMIN),
+)
 async def cancel_task(task_id: str, request: Request) -> CancelledOut:
     count = await node_of(request).service.cancel(task_id)
     return CancelledOut(ok=True, cancelled_instances=count)
 
 
-@router.get("/api/tasks/{task_id}/history", response_model=HistoryPage, responses=ERRORS)
+@router.get(
+    "/api/tasks/{task_id}/history",
+    response_model=HistoryPage,
+    responses=ERRORS,
+    dependencies=needs(Scope.READ),
+)
 async def task_history(
     task_id: str,
     request: Request,
@@ -150,7 +190,7 @@ async def task_history(
     return HistoryPage(executions=[views.execution_out(r) for r in rows], next_token=token)
 
 
-@router.get("/api/tasks", response_model=TaskPage, responses=ERRORS)
+@router.get("/api/tasks", response_model=TaskPage, responses=ERRORS, dependencies=needs(Scope.READ))
 async def list_tasks(
     request: Request,
     status: Annotated[list[Status] | None, Query(max_length=8)] = None,
@@ -166,7 +206,7 @@ async def list_tasks(
     return TaskPage(tasks=[views.task_out(v) for v in found], next_token=token)
 
 
-@router.get("/api/queues", response_model=QueuesOut)
+@router.get("/api/queues", response_model=QueuesOut, dependencies=needs(Scope.READ))
 async def queues(request: Request) -> QueuesOut:
     """Ready-queue depth per queue, the drain rate, and whether submissions are admitted."""
     node = node_of(request)

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from tickwheel.api.auth import Scope, needs
 from tickwheel.api.schemas import (
     AttemptEndOut,
     ClaimedOut,
@@ -21,7 +22,7 @@ from tickwheel.clock import to_datetime
 from tickwheel.engine.node import Node
 from tickwheel.models import ClaimedTask
 
-router = APIRouter(prefix="/api/worker", tags=["worker protocol"])
+router = APIRouter(prefix="/api/worker", tags=["worker protocol"], dependencies=needs(Scope.WORKER))
 FENCED: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "The body is not readable (not UTF-8 JSON)"},
     404: {"model": ErrorOut, "description": "No task has this id"},

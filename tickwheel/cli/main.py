@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from tickwheel.cli import tasks, up
+from tickwheel.cli.tokens import tokens
 
 cli = typer.Typer(
     name="tickwheel",
@@ -14,6 +15,7 @@ cli = typer.Typer(
 )
 cli.command("up")(up.up)
 tasks.register(cli)
+cli.add_typer(tokens, name="token")
 
 
 def main() -> None:

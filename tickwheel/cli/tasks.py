@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any
 
 import httpx
@@ -24,8 +25,12 @@ def register(cli: typer.Typer) -> None:
 
 
 def _call(method: str, url: str, path: str, **kwargs: Any) -> Any:
+    token = os.environ.get(env("token"))
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        response = httpx.request(method, url.rstrip("/") + path, timeout=30, **kwargs)
+        response = httpx.request(
+            method, url.rstrip("/") + path, timeout=30, headers=headers, **kwargs
+        )
     except httpx.HTTPError as error:
         console.print(f"[red]cannot reach {url}: {error}[/red]")
         raise typer.Exit(2) from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import ipaddress
 import logging
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import uvicorn
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings, env
 from tickwheel.engine.node import Node
+from tickwheel.storage.factory import open_store
 from tickwheel.worker.registry import App
 
 DEFAULTS = Settings()  # the one place defaults are declared
@@ -110,6 +113,13 @@ def up(
         str,
         typer.Option(envvar=env("http_deny"), help="http tasks may never call these (same forms)."),
     ] = DEFAULTS.http_deny,
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            envvar=env("insecure"),
+            help="Serve beyond loopback even though no API token exists (anyone can submit).",
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
@@ -134,6 +144,13 @@ def up(
         http_allow=http_allow,
         http_deny=http_deny,
     )
+    if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(database_url)):
+        typer.echo(
+            f"refusing to serve on {host} with no API token: anyone could submit tasks."
+            " Create one (tickwheel token create) or pass --insecure.",
+            err=True,
+        )
+        raise typer.Exit(2)
     node = Node(settings=settings, app=load_app(app) if app else None)
     config = uvicorn.Config(
         create_app(node),
@@ -163,3 +180,20 @@ def load_app(spec: str) -> App:
             f"{spec!r} does not name a tickwheel.App (set MODULE:ATTR)", param_hint="--app"
         )
     return found
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def _has_tokens(database_url: str) -> bool:
+    store = await open_store(database_url, partitions=DEFAULTS.partitions)
+    try:
+        return bool(await store.active_tokens())
+    finally:
+        await store.close()

@@ -160,5 +160,28 @@ class LeaseStore(Protocol):
     async def watermarks(self) -> dict[int, int]: ...
 
 
-class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, Protocol):
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    token_id: str
+    name: str
+    scopes: frozenset[str]
+    created_ms: int
+    revoked_ms: int | None
+
+
+class TokenStore(Protocol):
+    async def create_token(
+        self, token_id: str, token_hash: str, *, name: str, scopes: frozenset[str], now_ms: int
+    ) -> None: ...
+
+    async def list_tokens(self) -> list[TokenRecord]: ...
+
+    async def revoke_token(self, token_id: str, now_ms: int) -> bool: ...
+
+    async def active_tokens(self) -> dict[str, frozenset[str]]:
+        """Hash -> scopes of every token not revoked."""
+        ...
+
+
+class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, TokenStore, Protocol):
     async def close(self) -> None: ...

@@ -192,11 +192,11 @@ async def test_builtin_app_adds_http_to_noop() -> None:
         app = builtin_app(caller)
         http, noop = app.get("http"), app.get("noop")
         assert http is not None and noop is not None
-        assert (http.handler, http.is_async, http.check_payload) == (
-            caller,
-            True,
-            check_http_payload,
-        )
+        assert (http.handler, http.is_async) == (caller, True)
+        assert http.check_payload is not None
+        http.check_payload({"url": "https://example.com/hook"})  # the http payload check
+        with pytest.raises(InvalidRequest):
+            http.check_payload({"url": "ftp://example.com"})
         assert noop.is_async is True
         assert "http" not in builtins.types  # the shared registry is not modified
     finally:

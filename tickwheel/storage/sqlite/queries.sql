@@ -184,3 +184,15 @@ WHERE seq = :seq AND version = :version AND status = 'failed';
 -- name: set_priority
 UPDATE tasks SET priority = :priority, version = version + 1, mark = :mark
 WHERE seq = :seq AND version = :version AND status = 'pending';
+
+-- name: create_token
+INSERT INTO api_tokens (token_id, hash, name, scopes, created_at) VALUES (?, ?, ?, ?, ?);
+
+-- name: list_tokens
+SELECT token_id, name, scopes, created_at, revoked_at FROM api_tokens ORDER BY created_at;
+
+-- name: revoke_token
+UPDATE api_tokens SET revoked_at = :now WHERE token_id = :token_id AND revoked_at IS NULL;
+
+-- name: active_tokens
+SELECT hash, scopes FROM api_tokens WHERE revoked_at IS NULL;

@@ -25,7 +25,7 @@ from tickwheel.models import (
     TaskRecord,
     WheelEntry,
 )
-from tickwheel.storage.base import Advance, TaskFilter
+from tickwheel.storage.base import Advance, TaskFilter, TokenRecord
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
 
@@ -236,6 +236,29 @@ class SqliteStore:
             return _schedule(row) if row else None
 
         return await self._writer.transaction(work)
+
+    # -- API tokens ----------------------------------------------------------
+
+    async def create_token(
+        self, token_id: str, token_hash: str, *, name: str, scopes: frozenset[str], now_ms: int
+    ) -> None:
+        row = (token_id, token_hash, name, ",".join(sorted(scopes)), now_ms)
+        await self._writer.transaction(lambda db: db.execute(q("create_token"), row))
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        rows = await self._reader.run(lambda db: db.execute(q("list_tokens")).fetchall())
+        return [TokenRecord(r[0], r[1], frozenset(r[2].split(",")), r[3], r[4]) for r in rows]
+
+    async def revoke_token(self, token_id: str, now_ms: int) -> bool:
+        params = {"token_id": token_id, "now": now_ms}
+        count = await self._writer.transaction(
+            lambda db: db.execute(q("revoke_token"), params).rowcount
+        )
+        return bool(count)
+
+    async def active_tokens(self) -> dict[str, frozenset[str]]:
+        rows = await self._reader.run(lambda db: db.execute(q("active_tokens")).fetchall())
+        return {r[0]: frozenset(r[1].split(",")) for r in rows}
 
     # -- partition leases ----------------------------------------------------
 
