@@ -113,6 +113,13 @@ def up(
         str,
         typer.Option(envvar=env("http_deny"), help="http tasks may never call these (same forms)."),
     ] = DEFAULTS.http_deny,
+    worker: Annotated[
+        bool,
+        typer.Option(
+            envvar=env("worker"),
+            help="Run tasks in this process too (--no-worker: only remote workers do).",
+        ),
+    ] = True,
     insecure: Annotated[
         bool,
         typer.Option(
@@ -151,7 +158,7 @@ def up(
             err=True,
         )
         raise typer.Exit(2)
-    node = Node(settings=settings, app=load_app(app) if app else None)
+    node = Node(settings=settings, app=load_app(app) if app else None, run_worker=worker)
     config = uvicorn.Config(
         create_app(node),
         host=host,
