@@ -11,32 +11,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import socket
-import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 from aiohttp import web
+from live import report, tickwheel_up
 
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_target() -> tuple[Callable[[], None], int, dict[str, float]]:
@@ -81,22 +68,10 @@ def start_target() -> tuple[Callable[[], None], int, dict[str, float]]:
 
 
 def one_run(tasks: int, lead: float) -> dict[str, float]:
-    folder = Path(tempfile.mkdtemp(prefix="tickwheel-http-"))
-    port = free_port()
-    env = {**os.environ, "TICKWHEEL_PORT": str(port), "TICKWHEEL_LOG_LEVEL": "warning"}
-    env["TICKWHEEL_DATABASE_URL"] = f"sqlite:///{folder / 'bench.db'}"
-    tickwheel = str(Path(sys.executable).with_name("tickwheel"))
-    process = subprocess.Popen([tickwheel, "up"], env=env, stdout=subprocess.DEVNULL)
     stop_target, target_port, arrivals = start_target()
     target = f"http://127.0.0.1:{target_port}/hook"
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
-            while True:
-                try:
-                    api.get("/healthz")
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.05)
+        with tickwheel_up() as url, httpx.Client(base_url=url, timeout=30) as api:
             due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=lead)
             body = {
                 "task_type": "http",
@@ -115,8 +90,6 @@ def one_run(tasks: int, lead: float) -> dict[str, float]:
                 for i in ids
             ]
     finally:
-        process.terminate()
-        process.wait(30)
         stop_target()
     trigger_ms = [(t - due).total_seconds() * 1000 for t in triggered]
     arrival_ms = [(at - due.timestamp()) * 1000 for at in arrivals.values()]
@@ -137,11 +110,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lead-seconds", type=float, default=4.0)
     args = parser.parse_args()
-    runs = [one_run(args.tasks, args.lead_seconds) for _ in range(args.runs)]
-    for run in runs:
-        print(json.dumps(run))
-    summary = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    print(json.dumps({"scenario": "http_burst", "tasks": args.tasks, "median_of_runs": summary}))
+    report("http_burst", args.runs, lambda: one_run(args.tasks, args.lead_seconds))
 
 
 if __name__ == "__main__":

@@ -11,28 +11,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import socket
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import aiohttp
+from live import report, tickwheel_up
 
 TASK = {
     "task_type": "noop",
     "payload": {"order": 42},
     "schedule": {"type": "delayed", "delay_seconds": 3600},
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def single(url: str, count: int, concurrency: int) -> float:
@@ -63,27 +51,11 @@ async def batches(url: str, count: int, size: int) -> float:
 
 
 def one_run(args: argparse.Namespace) -> dict[str, float]:
-    folder = Path(tempfile.mkdtemp(prefix="tickwheel-submit-"))
-    port = free_port()
-    env = {**os.environ, "TICKWHEEL_PORT": str(port), "TICKWHEEL_LOG_LEVEL": "warning"}
-    env["TICKWHEEL_DATABASE_URL"] = f"sqlite:///{folder / 'bench.db'}"
-    tickwheel = str(Path(sys.executable).with_name("tickwheel"))
-    process = subprocess.Popen([tickwheel, "up"], env=env, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with tickwheel_up() as url:
         return {
             "single_tasks_per_s": round(asyncio.run(single(url, args.single, args.concurrency))),
             "batch_tasks_per_s": round(asyncio.run(batches(url, args.batches, args.batch_size))),
         }
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 def main() -> None:
@@ -94,11 +66,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    runs = [one_run(args) for _ in range(args.runs)]
-    for run in runs:
-        print(json.dumps(run))
-    summary = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    print(json.dumps({"scenario": "submit", "median_of_runs": summary}))
+    report("submit", args.runs, lambda: one_run(args))
 
 
 if __name__ == "__main__":

@@ -13,24 +13,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import socket
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import aiohttp
+from live import report, tickwheel_up
 
 HEADERS = {"content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def run_workers(url: str, tasks: int, workers: int) -> tuple[float, float]:
@@ -68,26 +56,9 @@ async def run_workers(url: str, tasks: int, workers: int) -> tuple[float, float]
 
 
 def one_run(args: argparse.Namespace) -> dict[str, float]:
-    folder = Path(tempfile.mkdtemp(prefix="tickwheel-wp-"))
-    port = free_port()
-    env = {**os.environ, "TICKWHEEL_PORT": str(port), "TICKWHEEL_LOG_LEVEL": "warning"}
-    env["TICKWHEEL_DATABASE_URL"] = f"sqlite:///{folder / 'bench.db'}"
-    tickwheel = str(Path(sys.executable).with_name("tickwheel"))
-    process = subprocess.Popen([tickwheel, "up", "--no-worker"], env=env, stdout=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        claims, completions = asyncio.run(
-            run_workers(f"http://127.0.0.1:{port}", args.tasks, args.workers)
-        )
+    with tickwheel_up("--no-worker") as url:
+        claims, completions = asyncio.run(run_workers(url, args.tasks, args.workers))
         return {"claimed_tasks_per_s": round(claims), "completed_tasks_per_s": round(completions)}
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 def main() -> None:
@@ -96,11 +67,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    runs = [one_run(args) for _ in range(args.runs)]
-    for run in runs:
-        print(json.dumps(run))
-    summary = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    print(json.dumps({"scenario": "worker_protocol", "median_of_runs": summary}))
+    report("worker_protocol", args.runs, lambda: one_run(args))
 
 
 if __name__ == "__main__":
