@@ -164,22 +164,20 @@ class TaskService:
             raise error if len(tasks) == 1 else Conflict(f"tasks.{index}: {error}") from None
         self._on_committed()
         submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
-        if any(t.idempotency for t in tasks):
-            await self._point_duplicates_at_originals(submitted, seqs)
+        keyed = [i for i, t in enumerate(tasks) if t.idempotency is not None]
+        if keyed:
+            await self._point_duplicates_at_originals(submitted, seqs, keyed)
         return submitted
 
     async def _point_duplicates_at_originals(
-        self, submitted: list[Submitted], seqs: list[int]
+        self, submitted: list[Submitted], seqs: list[int], keyed: list[int]
     ) -> None:
         """The store answered a repeated key with the original task's seq: answer with
-        that task, as it is now."""
-        views = {
-            v.record.seq: v
-            for v in await self._views(await self._store.get_tasks(seqs))
-            if v.record
-        }
-        for i, seq in enumerate(seqs):
-            view = views[seq]
+        that task, as it is now. Only tasks that carried a key are read back."""
+        records = await self._store.get_tasks({seqs[i] for i in keyed})
+        views = {v.record.seq: v for v in await self._views(records) if v.record}
+        for i in keyed:
+            view = views[seqs[i]]
             if view.task_id != submitted[i].task_id and view.record is not None:
                 submitted[i] = Submitted(
                     view.task_id, view.status, view.record.due_ms, duplicate=True
