@@ -104,10 +104,10 @@ async def create_schedule(
 ) -> tuple[ScheduleRecord, int]:
     """A committed schedule as the store holds it, and the seq of its first instance."""
     schedule = a_schedule(schedule_id)
-    seq = await store.insert_schedule(schedule, instance(schedule, due))
+    assert await store.insert_schedule(schedule, instance(schedule, due)) == schedule_id
     record = await store.get_schedule(schedule_id)
-    assert record is not None
-    return record, seq
+    assert record is not None and record.current_seq is not None
+    return record, record.current_seq
 
 
 def just_inserted(task: NewTask, seq: int, version: int) -> TaskRecord:
@@ -647,11 +647,12 @@ async def test_insert_schedule_commits_it_with_its_first_instance(store: Store) 
     schedule = a_schedule()
     first = instance(schedule, T0 + DAY)
 
-    seq = await store.insert_schedule(schedule, first)
+    assert await store.insert_schedule(schedule, first) == "nightly"
 
-    assert await store.get_schedule("nightly") == replace(schedule, current_seq=seq)
     record = await store.get_task(first.task_id)
     assert record is not None
+    seq = record.seq
+    assert await store.get_schedule("nightly") == replace(schedule, current_seq=seq)
     assert record == just_inserted(first, seq, record.version)
     assert (record.schedule_id, record.schedule_type) == ("nightly", ScheduleType.CRON)
     assert await store.get_schedule("unknown") is None

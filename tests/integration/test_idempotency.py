@@ -122,13 +122,39 @@ async def test_a_conflict_in_one_request_does_not_fail_others_sharing_its_commit
     assert len(await _tasks(api)) == 21
 
 
-async def test_idempotency_key_is_bounded_and_not_for_cron(api: httpx.AsyncClient) -> None:
-    assert (await api.post("/api/tasks", json=_task("x" * 257))).status_code == 422
-    cron = {
-        "task_type": "noop",
-        "schedule": {"type": "cron", "cron_expression": "@daily"},
-        "idempotency_key": "c",
-    }
-    response = await api.post("/api/tasks", json=cron)
+async def test_idempotency_key_is_bounded(api: httpx.AsyncClient) -> None:
+    response = await api.post("/api/tasks", json=_task("x" * 257))
     assert response.status_code == 422
     assert response.json()["field"] == "idempotency_key"
+
+
+def _cron(key: str, expression: str = "@daily") -> dict[str, Any]:
+    schedule = {"type": "cron", "cron_expression": expression}
+    return {"task_type": "noop", "schedule": schedule, "idempotency_key": key}
+
+
+async def test_a_repeated_cron_submission_returns_the_original_schedule(
+    api: httpx.AsyncClient, node: Node
+) -> None:
+    first = await api.post("/api/tasks", json=_cron("nightly-report"))
+    again = await api.post("/api/tasks", json=_cron("nightly-report"))
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["task_id"] == first.json()["task_id"]
+    assert again.json()["schedule_id"] == first.json()["schedule_id"]
+    assert again.json()["duplicate"] is True
+    assert again.json()["due_time"] == first.json()["due_time"]
+    assert len(await _tasks(api)) == 1  # one schedule, one pending instance
+    assert await node.store.get_schedule(first.json()["task_id"]) is not None
+
+
+async def test_a_cron_key_reused_for_another_request_is_409_and_stores_nothing(
+    api: httpx.AsyncClient,
+) -> None:
+    first = (await api.post("/api/tasks", json=_cron("hourly"))).json()
+    response = await api.post("/api/tasks", json=_cron("hourly", "@hourly"))
+    assert response.status_code == 409
+    assert response.json()["error"] == "idempotency_conflict"
+    assert response.json()["task_id"] == first["task_id"]
+    one_off = await api.post("/api/tasks", json={**_task("hourly"), "task_type": "noop"})
+    assert one_off.status_code == 409  # a one-off is a different request
+    assert len(await _tasks(api)) == 1

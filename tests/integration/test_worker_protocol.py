@@ -113,6 +113,7 @@ async def test_a_paused_worker_is_fenced_out(api: httpx.AsyncClient) -> None:
             f"/api/worker/tasks/{task_id}/{action}", json={"fence": stale["fence"], **extra}
         )
         assert refused.status_code == 409, action
+        assert refused.json()["error"] == "stale_fence", action
     shown = (await api.get(f"/api/tasks/{task_id}")).json()
     assert shown["status"] == "running" and shown["fence"] == fresh["fence"]
     done = await api.post(f"/api/worker/tasks/{task_id}/complete", json={"fence": fresh["fence"]})

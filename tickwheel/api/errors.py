@@ -12,6 +12,7 @@ from starlette.routing import Match
 
 from tickwheel.errors import (
     Conflict,
+    IdempotencyConflict,
     InvalidBatch,
     InvalidRequest,
     Overloaded,
@@ -65,7 +66,12 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _conflict(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(error_body("conflict", str(exc)), status_code=409)
+    body = error_body("conflict", str(exc))
+    if isinstance(exc, IdempotencyConflict):
+        body.update(error="idempotency_conflict", task_id=exc.task_id)
+    elif isinstance(exc, StaleFence):
+        body["error"] = "stale_fence"
+    return JSONResponse(body, status_code=409)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

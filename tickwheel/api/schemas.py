@@ -195,10 +195,25 @@ class CancelledOut(BaseModel):
     cancelled_instances: int
 
 
-class ErrorOut(BaseModel):
-    error: str
+class ProblemOut(BaseModel):
+    field: str
     message: str
-    field: str | None = None
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(
+        description="A stable code: invalid_request, not_found, conflict, "
+        "idempotency_conflict, stale_fence, overloaded, unauthorized, forbidden, "
+        "method_not_allowed, internal"
+    )
+    message: str
+    field: str | None = Field(None, description="The input at fault, e.g. schedule.due_time")
+    problems: list[ProblemOut] | None = Field(
+        None, description="Every invalid input (of a batch, by index: tasks.3.payload)"
+    )
+    task_id: str | None = Field(
+        None, description="For idempotency_conflict: the task first made for the key"
+    )
 
 
 class QueuesOut(BaseModel):

@@ -185,13 +185,7 @@ class TaskService:
 
     def _new_task(self, request: TaskRequest, now_ms: int) -> NewTask:
         encoded = self._check(request)
-        idempotency = None
-        if request.idempotency_key is not None:
-            idempotency = Idempotency(
-                request.idempotency_key,
-                _request_hash(request, encoded),
-                now_ms - self.idempotency_window_ms,
-            )
+        idempotency = self._idempotency(request, encoded, now_ms)
         schedule = request.schedule
         if schedule.type is ScheduleType.CRON:
             raise InvalidRequest(
@@ -220,9 +214,7 @@ class TaskService:
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
-        self._check(request)
-        if request.idempotency_key is not None:
-            raise InvalidRequest("idempotency_key", "not supported for cron tasks yet")
+        encoded = self._check(request)
         cron = request.schedule.cron
         if cron is None:
             raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")
@@ -244,9 +236,26 @@ class TaskService:
             created_ms=now,
         )
         first = instance_of(schedule, first_due_ms(schedule, now), now, self._partitions)
-        await self._store.insert_schedule(schedule, first)
+        first = replace(first, idempotency=self._idempotency(request, encoded, now))
+        try:
+            holder = await self._store.insert_schedule(schedule, first)
+        except RejectedItems as rejected:
+            raise next(iter(rejected.errors.values())) from None
+        if holder != schedule.schedule_id:
+            view = await self.get(holder)
+            due = view.record.due_ms if view.record else first.due_ms
+            return Submitted(holder, view.status, due, holder, duplicate=True)
         self._on_committed()
         return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
+
+    def _idempotency(self, request: TaskRequest, encoded: str, now_ms: int) -> Idempotency | None:
+        if request.idempotency_key is None:
+            return None
+        return Idempotency(
+            request.idempotency_key,
+            _request_hash(request, encoded),
+            now_ms - self.idempotency_window_ms,
+        )
 
     def _check(self, request: TaskRequest) -> str:
         """Raise InvalidRequest naming the field at fault; return the encoded payload."""

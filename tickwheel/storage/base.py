@@ -117,8 +117,13 @@ class DispatchStore(Protocol):
 
 
 class ScheduleStore(Protocol):
-    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> int:
-        """Commit a schedule with its first instance; return the instance's seq."""
+    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
+        """Commit a schedule with its first instance; return the schedule's id.
+
+        When `first` carries an idempotency key (per task type) already held within its
+        window for the same request, nothing is written and the id returned is that of
+        the schedule first made for the key; held for a different request, the call
+        raises `RejectedItems` with an `IdempotencyConflict`."""
         ...
 
     async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None: ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tickwheel.errors import IdempotencyConflict, RejectedItems, TickwheelError
@@ -199,15 +200,19 @@ class SqliteStore:
 
     # -- schedules -----------------------------------------------------------
 
-    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> int:
-        def work(db: sqlite3.Connection) -> int:
+    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
+        def work(db: sqlite3.Connection) -> str:
+            # The key names the schedule, the id users hold, not its first instance.
+            originals = _take_idempotency_keys(db, [replace(first, task_id=schedule.schedule_id)])
+            if originals:
+                return originals[0]
             db.execute(q("insert_schedule"), _schedule_params(schedule))
             (seq,) = _insert_task_rows(db, [_task_params(first)])
             db.execute(
                 "UPDATE schedules SET current_seq = ? WHERE schedule_id = ?",
                 (seq, schedule.schedule_id),
             )
-            return seq
+            return schedule.schedule_id
 
         return await self._writer.transaction(work)
 
