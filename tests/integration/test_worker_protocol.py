@@ -120,6 +120,31 @@ async def test_a_paused_worker_is_fenced_out(api: httpx.AsyncClient) -> None:
     assert done.status_code == 200
 
 
+async def test_a_repeated_result_gets_the_first_answer(api: httpx.AsyncClient) -> None:
+    """A worker that lost the answer to its result sends it again, even twice at once."""
+    done_id, failed_id = await _submit(api), await _submit(api, max_retries=3)
+    claimed: dict[str, dict[str, Any]] = {}
+    while len(claimed) < 2:
+        claimed |= {t["task_id"]: t for t in await _claim(api, max_tasks=2, wait_seconds=5)}
+    complete = f"/api/worker/tasks/{done_id}/complete"
+    fence = {"fence": claimed[done_id]["fence"]}
+    answers = await asyncio.gather(*(api.post(complete, json=fence) for _ in range(3)))
+    assert [a.status_code for a in answers] == [200] * 3
+    assert {a.json()["status"] for a in answers} == {"succeeded"}
+
+    fail = f"/api/worker/tasks/{failed_id}/fail"
+    body = {"fence": claimed[failed_id]["fence"], "error": "boom"}
+    first, again = [await api.post(fail, json=body) for _ in range(2)]
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert again.json() == first.json()
+    assert first.json()["status"] == "pending"
+    history = (await api.get(f"/api/tasks/{failed_id}/history")).json()["executions"]
+    assert len(history) == 1  # the repeat recorded nothing
+
+    other = await api.post(f"/api/worker/tasks/{failed_id}/complete", json={"fence": body["fence"]})
+    assert other.status_code == 409  # it failed; completing it now is not a repeat
+
+
 async def test_claim_by_task_type_leaves_other_types_queued(api: httpx.AsyncClient) -> None:
     other = await _submit(api)
     mine = (await api.post("/api/tasks", json={"task_type": "thumbnail"})).json()["task_id"]

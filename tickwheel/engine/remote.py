@@ -3,18 +3,21 @@
 A remote worker claims a batch with a long poll, then heartbeats, completes or fails
 each task presenting the fence it was given. A stale fence (the lease ran out and the
 task was taken over, or it was cancelled) changes nothing and raises `StaleFence`.
+A result sent again with the same fence (the worker lost the first answer) gets the
+first answer again, so a worker may retry any call.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from tickwheel.clock import Clock
 from tickwheel.engine import attempts
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import StaleFence, TaskNotFound
-from tickwheel.models import ClaimedTask, Finish, Outcome, Status, TaskRecord
+from tickwheel.models import ClaimedTask, Outcome, Status, TaskRecord
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import TaskStore
 
@@ -70,13 +73,19 @@ class RemoteWorkers:
         return self._clock.now_ms() + self._dispatcher.lease_ms
 
     async def complete(self, task_id: str, fence: int) -> None:
-        record = await self._running(task_id, fence)
+        record = await self._task(task_id)
+        if await self._ended(record, fence, Outcome.SUCCEEDED):
+            return
+        _check_running(record, fence)
         end = attempts.succeeded(record.seq, fence, self._clock.now_ms())
         if not await self._dispatcher.finish(end):
-            raise StaleFence(f"fence {fence} of task {task_id} is stale")
+            await self._repeat_or_stale(task_id, fence, Outcome.SUCCEEDED)
 
-    async def fail(self, task_id: str, fence: int, *, error: str, retryable: bool) -> Finish:
-        record = await self._running(task_id, fence)
+    async def fail(self, task_id: str, fence: int, *, error: str, retryable: bool) -> AttemptEnd:
+        record = await self._task(task_id)
+        if await self._ended(record, fence, Outcome.FAILED):
+            return _end_of(record)
+        _check_running(record, fence)
         end = attempts.failed(
             record.seq,
             fence,
@@ -88,16 +97,55 @@ class RemoteWorkers:
             retryable=retryable,
         )
         if not await self._dispatcher.finish(end, _claimed(record, fence)):
-            raise StaleFence(f"fence {fence} of task {task_id} is stale")
-        return end
+            return _end_of(await self._repeat_or_stale(task_id, fence, Outcome.FAILED))
+        return AttemptEnd(end.status, end.retry_at_ms)
 
-    async def _running(self, task_id: str, fence: int) -> TaskRecord:
+    async def _task(self, task_id: str) -> TaskRecord:
         record = await self._store.get_task(task_id)
         if record is None:
             raise TaskNotFound(f"no task has the id {task_id}")
-        if record.status is not Status.RUNNING or record.version != fence:
+        return record
+
+    async def _running(self, task_id: str, fence: int) -> TaskRecord:
+        record = await self._task(task_id)
+        _check_running(record, fence)
+        return record
+
+    async def _ended(self, record: TaskRecord, fence: int, outcome: Outcome) -> bool:
+        """Whether the attempt of `fence` already ended with `outcome` and nothing has
+        happened to the task since: the call is a repeat."""
+        if record.version != fence + 1:
+            return False
+        last = await self._store.history(
+            task_seq=record.seq, schedule_id=None, before_id=None, limit=1
+        )
+        return bool(last) and last[0].fence == fence and last[0].outcome is outcome
+
+    async def _repeat_or_stale(self, task_id: str, fence: int, outcome: Outcome) -> TaskRecord:
+        """After a lost compare-and-set: the record, if a concurrent repeat of this very
+        call won it; else `StaleFence`."""
+        record = await self._task(task_id)
+        if not await self._ended(record, fence, outcome):
             raise StaleFence(f"fence {fence} of task {task_id} is stale")
         return record
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnd:
+    """What became of a failed attempt: pending again at `retry_at_ms`, or failed."""
+
+    status: Status
+    retry_at_ms: int | None
+
+
+def _end_of(record: TaskRecord) -> AttemptEnd:
+    retry_at = record.due_ms if record.status is Status.PENDING else None
+    return AttemptEnd(record.status, retry_at)
+
+
+def _check_running(record: TaskRecord, fence: int) -> None:
+    if record.status is not Status.RUNNING or record.version != fence:
+        raise StaleFence(f"fence {fence} of task {record.task_id} is stale")
 
 
 def _claimed(record: TaskRecord, fence: int) -> ClaimedTask:
