@@ -39,12 +39,17 @@ class Conflict(TickwheelError):
 class IdempotencyConflict(Conflict):
     """This idempotency key was used for a different request."""
 
-    def __init__(self, task_type: str, key: str, task_id: str) -> None:
-        super().__init__(
+    def __init__(self, message: str, task_id: str) -> None:
+        super().__init__(message)
+        self.task_id = task_id  # the task first made for the key
+
+    @classmethod
+    def of(cls, task_type: str, key: str, task_id: str) -> IdempotencyConflict:
+        return cls(
             f"idempotency_key {key!r} of task type {task_type!r} was used for a different"
-            f" request (task {task_id}); use a new key for a new request"
+            f" request (task {task_id}); use a new key for a new request",
+            task_id,
         )
-        self.task_id = task_id
 
 
 class RejectedItems(TickwheelError):
@@ -62,11 +67,29 @@ class StaleFence(TickwheelError):
 class Overloaded(TickwheelError):
     """The ready queue is backed up: submit again later."""
 
-    def __init__(self, retry_after_seconds: int, backlog: int) -> None:
-        super().__init__(
-            f"{backlog} due tasks are waiting for workers; retry in {retry_after_seconds} s"
-        )
+    def __init__(self, retry_after_seconds: int, message: str | None = None) -> None:
+        super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+
+
+class Unauthorized(TickwheelError):
+    """An API token is required, and none or an invalid one was given."""
+
+
+class Forbidden(TickwheelError):
+    """The API token lacks the scope this needs."""
+
+
+class ServerError(TickwheelError):
+    """The server failed to do this; it may succeed if tried again later."""
+
+    def __init__(self, status: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Unreachable(TickwheelError, ConnectionError):
+    """The server cannot be reached."""
 
 
 class StoreUnavailable(TickwheelError):

@@ -90,5 +90,9 @@ async def test_pause_and_resume_a_recurring_task(api: httpx.AsyncClient) -> None
     assert resumed["schedule"]["schedule_status"] == "active"
     assert resumed["status"] == "pending"
     assert resumed["current_instance_id"] != first
+    again = await api.post(f"/api/tasks/{schedule_id}/resume")  # idempotent
+    assert again.status_code == 200
+    assert again.json()["current_instance_id"] == resumed["current_instance_id"]
+    assert (await api.delete(f"/api/tasks/{schedule_id}")).status_code == 200
     assert (await api.post(f"/api/tasks/{schedule_id}/resume")).status_code == 409
     assert (await api.post("/api/tasks/nope/pause")).status_code == 404

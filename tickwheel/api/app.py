@@ -9,11 +9,12 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from tickwheel.api import errors
-from tickwheel.api.auth import AuthError, Tokens, auth_error
+from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.routes import router
 from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.engine.node import Node
+from tickwheel.errors import Forbidden, Unauthorized
 
 # Room for the rest of a task body around the largest payload.
 BODY_OVERHEAD_BYTES = 64 * 1024
@@ -41,7 +42,8 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     app.state.node = node
     app.state.tokens = Tokens(lambda: node.store)
     errors.install(app)
-    app.add_exception_handler(AuthError, auth_error)
+    app.add_exception_handler(Unauthorized, auth_error)
+    app.add_exception_handler(Forbidden, auth_error)
     app.include_router(router)
     app.include_router(worker_router)
     return BodyLimit(

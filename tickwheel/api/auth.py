@@ -17,6 +17,7 @@ from enum import StrEnum
 from fastapi import Depends, Request, params
 from fastapi.responses import JSONResponse
 
+from tickwheel.errors import Forbidden, Unauthorized
 from tickwheel.storage.base import TokenStore
 
 TOKEN_PREFIX = "tw_"
@@ -38,12 +39,6 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-class AuthError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 class Tokens:
     """The active tokens, read from the store at most once a second."""
 
@@ -61,10 +56,10 @@ class Tokens:
             return None
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token:
-            raise AuthError(401, "an API token is required: Authorization: Bearer <token>")
+            raise Unauthorized("an API token is required: Authorization: Bearer <token>")
         scopes = self._scopes.get(token_hash(token.strip()))
         if scopes is None:
-            raise AuthError(401, "this API token is not valid")
+            raise Unauthorized("this API token is not valid")
         return scopes
 
 
@@ -73,7 +68,7 @@ def require(scope: Scope) -> Callable[[Request], Awaitable[None]]:
         tokens: Tokens = request.app.state.tokens
         scopes = await tokens.scopes_of(request.headers.get("authorization"))
         if scopes is not None and scope not in scopes:
-            raise AuthError(403, f"this API token lacks the {scope!r} scope")
+            raise Forbidden(f"this API token lacks the {scope!r} scope")
 
     return check
 
@@ -84,8 +79,9 @@ def needs(scope: Scope) -> list[params.Depends]:
 
 
 async def auth_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, AuthError)
-    kind = "unauthorized" if exc.status == 401 else "forbidden"
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    if isinstance(exc, Unauthorized):
+        status, kind, headers = 401, "unauthorized", {"WWW-Authenticate": "Bearer"}
+    else:
+        status, kind, headers = 403, "forbidden", None
     body = {"error": kind, "message": str(exc), "field": "Authorization"}
-    return JSONResponse(body, status_code=exc.status, headers=headers)
+    return JSONResponse(body, status_code=status, headers=headers)

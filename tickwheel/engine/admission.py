@@ -71,7 +71,11 @@ class Admission:
             )
         else:
             wait = MAX_RETRY_AFTER_SECONDS
-        raise Overloaded(max(1, min(MAX_RETRY_AFTER_SECONDS, math.ceil(wait))), state.backlog)
+        retry_after = max(1, min(MAX_RETRY_AFTER_SECONDS, math.ceil(wait)))
+        raise Overloaded(
+            retry_after,
+            f"{state.backlog} due tasks are waiting for workers; retry in {retry_after} s",
+        )
 
     def _drain_rate(self) -> float:
         now, ended = self._clock.now_ms(), self._ended()

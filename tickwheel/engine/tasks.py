@@ -368,8 +368,8 @@ class TaskService:
     async def _cancel_record(self, record: TaskRecord, *, quiet: bool) -> bool:
         for _ in range(MAX_CANCEL_RACES):
             if record.status.is_final:
-                if quiet:
-                    return False
+                if quiet or record.status is Status.CANCELLED:
+                    return False  # cancelling twice is no error: a retried cancel is safe
                 raise Conflict(f"task {record.task_id} is already {record.status}")
             if await self._store.cancel(record.seq, record.version, self._clock.now_ms()):
                 if record.status is Status.PENDING:
@@ -429,8 +429,11 @@ class TaskService:
         return await self.get(schedule_id)
 
     async def resume(self, schedule_id: str) -> TaskView:
-        """Start a paused schedule again from its next fire time after now."""
+        """Start a paused schedule again from its next fire time after now; an active
+        one stays as it is (so a retried resume is safe)."""
         schedule = await self._schedule(schedule_id)
+        if schedule.status == "active":
+            return await self.get(schedule_id)
         if schedule.status != "paused":
             raise Conflict(f"schedule {schedule_id} is {schedule.status}, not paused")
         active = await self._store.set_schedule_status(schedule_id, "active")

@@ -365,7 +365,7 @@ def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> 
         if request_hash == k.request_hash:
             originals[index] = holder
         else:
-            conflicts[index] = IdempotencyConflict(t.task_type, k.key, holder)
+            conflicts[index] = IdempotencyConflict.of(t.task_type, k.key, holder)
     if conflicts:
         raise RejectedItems(conflicts)
     return originals
