@@ -7,8 +7,9 @@ converts them to ISO 8601 at its edge.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 
 class Status(StrEnum):
@@ -29,6 +30,29 @@ class Status(StrEnum):
 FINAL_STATUSES = frozenset(
     {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.UPSTREAM_FAILED}
 )
+
+
+class SubmitOptions(TypedDict, total=False):
+    """How a task is scheduled and run: the keyword arguments of `submit`, the same for
+    an embedded `Node` and a remote `Client`. With none of the first three the task is
+    due now; the rest default to its type's defaults, then Tickwheel's."""
+
+    delay_seconds: float  # due this long after submission
+    due_time: datetime  # due at this time (with a time zone)
+    cron: str  # recurring: a 5-field expression or a macro such as @daily
+    timezone: str  # the IANA zone the cron expression is read in (UTC)
+    jitter_seconds: int  # spread a cron schedule's fire times by up to this much
+    misfire_policy: str  # run_once, skip or run_all, after downtime
+    overlap_policy: str  # allow or skip, while the previous instance still runs
+    queue: str
+    priority: int  # -100..100, higher first
+    max_retries: int
+    retry_backoff: tuple[float, float]  # (base_seconds, max_seconds)
+    timeout_seconds: float
+    idempotency_key: str  # a repeat within the window returns the first task
+
+
+SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
 
 
 class ScheduleType(StrEnum):

@@ -10,7 +10,7 @@ import pytest
 
 from tickwheel.config import Settings
 from tickwheel.engine.node import Node
-from tickwheel.models import Status, TaskOptions
+from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
 
 
@@ -45,8 +45,8 @@ async def test_a_due_unclaimed_task_is_ready_and_a_future_one_pending(idle_node:
 
 
 async def test_workers_see_higher_priority_first_then_due_order(idle_node: Node) -> None:
-    low = [await idle_node.submit("noop", options=TaskOptions(priority=-5)) for _ in range(3)]
-    high = [await idle_node.submit("noop", options=TaskOptions(priority=10)) for _ in range(3)]
+    low = [await idle_node.submit("noop", priority=-5) for _ in range(3)]
+    high = [await idle_node.submit("noop", priority=10) for _ in range(3)]
     await _released(idle_node, 6)
     pulled = await idle_node.queue.pull(["default"], limit=6, wait_seconds=0)
     records = await idle_node.store.get_tasks([i.seq for i in pulled])
@@ -56,7 +56,7 @@ async def test_workers_see_higher_priority_first_then_due_order(idle_node: Node)
 
 
 async def test_a_task_for_another_queue_waits_for_a_worker_of_that_queue(idle_node: Node) -> None:
-    await idle_node.submit("noop", options=TaskOptions(queue="reports"))
+    await idle_node.submit("noop", queue="reports")
     await _released(idle_node, 1)
     assert await idle_node.queue.pull(["default"], limit=10, wait_seconds=0) == []
     assert len(await idle_node.queue.pull(["reports"], limit=10, wait_seconds=0)) == 1

@@ -12,11 +12,14 @@ import logging
 import uuid
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from tickwheel.clock import Clock, SystemClock
+from typing_extensions import Unpack
+
+from tickwheel.clock import Clock, SystemClock, to_ms
 from tickwheel.config import Settings
-from tickwheel.core.cron import CronSpec
+from tickwheel.core import cron
+from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.engine.admission import Admission
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
@@ -25,7 +28,8 @@ from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
-from tickwheel.models import ScheduleType, TaskOptions
+from tickwheel.errors import InvalidRequest
+from tickwheel.models import SUBMIT_OPTIONS, ScheduleType, SubmitOptions, TaskOptions
 from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Store
 from tickwheel.storage.factory import open_store
@@ -181,29 +185,29 @@ class Node:
     # -- the Python face of submission ---------------------------------------
 
     async def submit(
-        self,
-        task_type: str,
-        payload: Any = None,
-        *,
-        delay_seconds: float | None = None,
-        due_ms: int | None = None,
-        cron: str | None = None,
-        timezone: str = "UTC",
-        jitter_seconds: int = 0,
-        options: TaskOptions | None = None,
+        self, task_type: str, payload: Any = None, **options: Unpack[SubmitOptions]
     ) -> Submitted:
-        if cron is not None:
-            schedule = ScheduleRequest(
-                ScheduleType.CRON, cron=CronSpec(cron, timezone, jitter_seconds)
-            )
-        elif delay_seconds is not None or due_ms is not None:
-            schedule = ScheduleRequest(
-                ScheduleType.DELAYED, due_ms=due_ms, delay_seconds=delay_seconds
-            )
-        else:
-            schedule = ScheduleRequest(ScheduleType.IMMEDIATE)
-        return await self.service.submit(
-            TaskRequest(task_type, payload, schedule, options or self.default_options(task_type))
+        """Submit a task, acknowledged once committed; the options are those of
+        `Client.submit`. Raises `InvalidRequest` naming the option at fault."""
+        return await self.service.submit(self.request_of(task_type, payload, options))
+
+    def request_of(self, task_type: str, payload: Any, options: SubmitOptions) -> TaskRequest:
+        unknown = options.keys() - SUBMIT_OPTIONS
+        if unknown:
+            raise TypeError(f"unknown submit options: {', '.join(sorted(unknown))}")
+        base, cap = options.get("retry_backoff", (None, None))
+        task_options = self.default_options(
+            task_type,
+            queue=options.get("queue"),
+            priority=options.get("priority"),
+            max_retries=options.get("max_retries"),
+            backoff_base_seconds=base,
+            backoff_max_seconds=cap,
+            timeout_seconds=options.get("timeout_seconds"),
+        )
+        schedule = _schedule_of(options)
+        return TaskRequest(
+            task_type, payload, schedule, task_options, options.get("idempotency_key")
         )
 
     def default_options(self, task_type: str, **given: Any) -> TaskOptions:
@@ -214,6 +218,45 @@ class Node:
 
 
 DEFAULT_OPTIONS = TaskOptions()
+
+
+def _schedule_of(options: SubmitOptions) -> ScheduleRequest:
+    if "cron" in options:
+        spec = CronSpec(
+            options["cron"], options.get("timezone", "UTC"), options.get("jitter_seconds", 0)
+        )
+        try:
+            cron.validate(spec.expression, spec.timezone)
+        except ValueError as error:
+            raise InvalidRequest("cron", str(error)) from None
+        return ScheduleRequest(
+            ScheduleType.CRON,
+            cron=spec,
+            misfire=_choice(MisfirePolicy, "misfire_policy", options.get("misfire_policy")),
+            overlap=_choice(OverlapPolicy, "overlap_policy", options.get("overlap_policy")),
+        )
+    if "due_time" in options:
+        try:
+            due_ms = to_ms(options["due_time"])
+        except ValueError as error:
+            raise InvalidRequest("due_time", str(error)) from None
+        return ScheduleRequest(ScheduleType.DELAYED, due_ms=due_ms)
+    if "delay_seconds" in options:
+        return ScheduleRequest(ScheduleType.DELAYED, delay_seconds=options["delay_seconds"])
+    return ScheduleRequest(ScheduleType.IMMEDIATE)
+
+
+E = TypeVar("E", MisfirePolicy, OverlapPolicy)
+
+
+def _choice(kind: type[E], name: str, value: str | None) -> E:
+    if value is None:
+        return next(iter(kind))  # the first member is the default
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(kind)
+        raise InvalidRequest(name, f"{value!r} is not one of {allowed}") from None
 
 
 def _options_of(kind: TaskType) -> TaskOptions:

@@ -15,6 +15,7 @@ from typing import Any
 from tickwheel.clock import Clock
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.engine.batcher import Batcher
+from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 from tickwheel.engine.schedules import first_due_ms, instance_of
 from tickwheel.errors import (
     Conflict,
@@ -262,6 +263,8 @@ class TaskService:
         encoded = self._encode_payload(request.payload)
         self._check_type_payload(request.task_type, request.payload)
         options = request.options
+        if not PRIORITY_MIN <= options.priority <= PRIORITY_MAX:  # keys pack it in 8 bits
+            raise InvalidRequest("priority", f"must be from {PRIORITY_MIN} to {PRIORITY_MAX}")
         if options.backoff_max_seconds < options.backoff_base_seconds:
             raise InvalidRequest("retry_backoff.max_seconds", "must be at least base_seconds")
         return encoded

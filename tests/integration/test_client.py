@@ -1,0 +1,242 @@
+"""`AsyncClient` against the real API and engine (in process): every route, retries that
+never make a second task, and typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tickwheel import (
+    AsyncClient,
+    Conflict,
+    Forbidden,
+    IdempotencyConflict,
+    InvalidBatch,
+    InvalidRequest,
+    Overloaded,
+    StaleFence,
+    TaskNotFound,
+    Unauthorized,
+)
+from tickwheel.api.app import create_app
+from tickwheel.api.auth import new_token, token_hash
+from tickwheel.client import Retries, task_body
+from tickwheel.config import Settings
+from tickwheel.core.retry import RetryPolicy
+from tickwheel.engine.node import Node
+from tickwheel.models import Status
+
+ONE_RETRY = Retries(RetryPolicy(max_retries=1, base_seconds=0.01, max_seconds=0.01))
+
+
+class Flaky(httpx.AsyncBaseTransport):
+    """The real app behind a network that can lose answers: `lose` answers are thrown
+    away after the server has handled their request, and every request is counted."""
+
+    def __init__(self, app: object, *, lose: int = 0) -> None:
+        self._inner = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+        self.lose = lose
+        self.requests: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(f"{request.method} {request.url.path}")
+        response = await self._inner.handle_async_request(request)
+        if self.lose > 0:
+            self.lose -= 1
+            await response.aread()
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        return response
+
+
+ClientFactory = Callable[..., Awaitable[tuple[AsyncClient, Flaky]]]
+
+
+@pytest.fixture
+async def connect(node: Node) -> AsyncIterator[ClientFactory]:
+    """Clients of `node`'s API, each over its own `Flaky` network."""
+    app = create_app(node, manage_node=False)
+    opened: list[AsyncClient] = []
+
+    async def open_client(*, lose: int = 0, **options: object) -> tuple[AsyncClient, Flaky]:
+        network = Flaky(app, lose=lose)
+        client = AsyncClient("http://tickwheel", transport=network, **options)  # type: ignore[arg-type]
+        opened.append(client)
+        return client, network
+
+    yield open_client
+    for client in opened:
+        await client.close()
+
+
+async def test_submit_wait_and_read(connect: ClientFactory) -> None:
+    client, _ = await connect()
+    submitted = await client.submit("noop", {"n": 1}, max_retries=2, priority=5)
+    assert submitted.status == "pending" and not submitted.duplicate
+    done = await client.wait(submitted.task_id, timeout_seconds=10)
+    assert done.status == "succeeded"
+    assert (done.payload, done.max_retries, done.priority) == ({"n": 1}, 2, 5)
+    assert done.idempotency_key is not None  # the client sent one of its own
+    (execution,) = (await client.history(submitted.task_id)).executions
+    assert execution.outcome == "succeeded"
+    assert (await client.health()).ok
+    assert (await client.queues()).admitting
+
+
+async def test_a_lost_answer_is_retried_without_a_second_task(connect: ClientFactory) -> None:
+    client, network = await connect(lose=1)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    submitted = await client.submit("noop", {"order": 7}, due_time=later)
+    assert network.requests == ["POST /api/tasks"] * 2
+    assert submitted.duplicate  # the second try found the task the first one made
+    tasks = [t async for t in client.iter_tasks()]
+    assert [t.task_id for t in tasks] == [submitted.task_id]
+
+
+async def test_a_lost_batch_answer_is_retried_without_second_tasks(
+    connect: ClientFactory,
+) -> None:
+    client, network = await connect(lose=1)
+    bodies = [task_body("noop", {"i": i}, delay_seconds=3600) for i in range(50)]
+    submitted = await client.submit_many(bodies)
+    assert len(network.requests) == 2
+    assert all(s.duplicate for s in submitted)
+    assert len([t async for t in client.iter_tasks(page_size=7)]) == 50
+
+
+async def test_each_submission_without_a_key_is_a_new_task(connect: ClientFactory) -> None:
+    client, _ = await connect()
+    first = await client.submit("noop", delay_seconds=60)
+    second = await client.submit("noop", delay_seconds=60)
+    assert first.task_id != second.task_id
+    again = await client.submit("noop", delay_seconds=60, idempotency_key="mine")
+    same = await client.submit("noop", delay_seconds=60, idempotency_key="mine")
+    assert same.task_id == again.task_id and same.duplicate
+
+
+async def test_a_claim_is_not_repeated_after_a_lost_answer(connect: ClientFactory) -> None:
+    """Tasks claimed in a lost answer wait out their lease; claiming again could not
+    give them back, so the client does not hide the loss."""
+    client, network = await connect(lose=1)
+    with pytest.raises(Exception, match="lost"):
+        await client.claim("w1", wait_seconds=0)
+    assert network.requests == ["POST /api/worker/claim"]
+
+
+async def test_errors_are_typed(connect: ClientFactory) -> None:
+    client, _ = await connect(retries=ONE_RETRY)
+    with pytest.raises(TaskNotFound):
+        await client.get("no-such-task")
+    with pytest.raises(InvalidRequest) as invalid:
+        await client.submit("noop", due_time=datetime(2030, 1, 1))  # no time zone
+    assert invalid.value.field == "schedule.due_time"
+    with pytest.raises(InvalidBatch) as batch:
+        await client.submit_many([task_body("noop"), task_body("noop", priority=500)])
+    assert [(i, p.field) for i, p in batch.value.problems] == [(1, "priority")]
+    with pytest.raises(InvalidRequest) as bad_name:
+        await client.get("a/b")
+    assert bad_name.value.field == "task_id"
+
+    first = await client.submit("noop", {"v": 1}, delay_seconds=60, idempotency_key="k")
+    with pytest.raises(IdempotencyConflict) as conflict:
+        await client.submit("noop", {"v": 2}, delay_seconds=60, idempotency_key="k")
+    assert conflict.value.task_id == first.task_id
+    done = await client.submit("noop")
+    await client.wait(done.task_id, timeout_seconds=10)
+    with pytest.raises(Conflict):
+        await client.cancel(done.task_id)
+    assert (await client.cancel(first.task_id)).cancelled_instances == 1
+    assert (await client.cancel(first.task_id)).cancelled_instances == 0  # safe to repeat
+    cancelled = [t.task_id async for t in client.iter_tasks(Status.CANCELLED)]
+    assert cancelled == [first.task_id]
+
+
+async def test_tokens_and_scopes_are_typed_errors(node: Node, connect: ClientFactory) -> None:
+    reader = new_token()
+    await node.store.create_token(
+        "t1", token_hash(reader), name="reader", scopes=frozenset({"read"}), now_ms=0
+    )
+    anonymous, _ = await connect(token="")
+    with pytest.raises(Unauthorized):
+        await anonymous.list_tasks()
+    client, _ = await connect(token=reader)
+    assert (await client.list_tasks()).tasks == []
+    with pytest.raises(Forbidden):
+        await client.submit("noop")
+
+
+async def test_operations(connect: ClientFactory, node: Node) -> None:
+    client, _ = await connect()
+    failing = await client.submit("noop", delay_seconds=3600, max_retries=0)
+    with pytest.raises(TaskNotFound):
+        await client.pause(failing.task_id)  # not a recurring task
+    changed = await client.set_priority(failing.task_id, 42)
+    assert changed.priority == 42
+
+    nightly = await client.submit("noop", cron="0 3 * * *", timezone="Europe/Paris")
+    assert nightly.schedule_id == nightly.task_id
+    paused = await client.pause(nightly.task_id)
+    assert paused.schedule.schedule_status == "paused"
+    resumed = await client.resume(nightly.task_id)
+    assert resumed.schedule.schedule_status == "active" and resumed.status == "pending"
+    assert (await client.resume(nightly.task_id)).current_instance_id == (
+        resumed.current_instance_id
+    )
+    redriven = await client.redrive([failing.task_id, "unknown"])
+    assert redriven.redriven == []
+    assert {s.task_id for s in redriven.skipped} == {failing.task_id, "unknown"}
+
+
+@pytest.fixture
+async def bare_node(tmp_path: Path) -> AsyncIterator[Node]:
+    """No worker of its own, and admission that refuses once 3 tasks are waiting."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'bare.db'}", lease_seconds=5, max_ready_depth=3
+    )
+    async with Node(settings=settings, run_worker=False) as started:
+        yield started
+
+
+async def test_the_worker_protocol(bare_node: Node) -> None:
+    app = create_app(bare_node, manage_node=False)
+    async with AsyncClient("http://t", transport=httpx.ASGITransport(app=app)) as client:
+        ok, bad = await client.submit("resize"), await client.submit("resize", max_retries=0)
+        claimed = []
+        while len(claimed) < 2:
+            claimed += await client.claim("w1", queues=["default"], max_tasks=2, wait_seconds=5)
+        fences = {t.task_id: t.fence for t in claimed}
+        assert (await client.heartbeat(ok.task_id, fences[ok.task_id])).task_id == ok.task_id
+        assert (await client.complete(ok.task_id, fences[ok.task_id])).status == "succeeded"
+        # A repeat whose first answer was lost gets the same answer.
+        assert (await client.complete(ok.task_id, fences[ok.task_id])).status == "succeeded"
+        end = await client.fail(bad.task_id, fences[bad.task_id], "boom", retryable=False)
+        assert end.status == "failed"
+        with pytest.raises(StaleFence):
+            await client.heartbeat(ok.task_id, fences[ok.task_id])
+        assert [t.task_id async for t in client.iter_tasks("failed")] == [bad.task_id]
+        assert (await client.redrive([bad.task_id])).redriven == [bad.task_id]
+        assert (await client.get(bad.task_id)).status in ("pending", "ready")
+
+
+async def test_overload_is_raised_with_the_servers_retry_after(bare_node: Node) -> None:
+    """With nothing draining, the server asks for more patience (60 s) than this client
+    has (5 s): it raises at once instead of waiting (see tests/unit/client for waits)."""
+    app = create_app(bare_node, manage_node=False)
+    network = Flaky(app)
+    retries = replace(ONE_RETRY, max_retry_after_seconds=5)
+    async with AsyncClient("http://t", transport=network, retries=retries) as client:
+        for _ in range(4):
+            await client.submit("noop")
+        while (await client.queues()).backlog < 4:
+            await asyncio.sleep(0.05)
+        network.requests.clear()
+        with pytest.raises(Overloaded) as overloaded:
+            await client.submit("noop")
+        assert network.requests == ["POST /api/tasks"]
+        assert overloaded.value.retry_after_seconds == 60
+        assert (await client.queues()).admitting is False  # reads still work

@@ -1,0 +1,62 @@
+"""What both clients share: where the server is, the token, timeouts and retries."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import httpx
+
+from tickwheel.client.calls import Call
+from tickwheel.client.retries import Retries
+from tickwheel.config import env
+from tickwheel.models import FINAL_STATUSES
+
+DEFAULT_URL = "http://127.0.0.1:8700"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+USER_AGENT = "tickwheel-client/0.1"
+
+
+class ClientBase:
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        token: str | None,
+        timeout_seconds: float,
+        retries: Retries,
+    ) -> None:
+        """`url` and `token` default to `TICKWHEEL_URL` and `TICKWHEEL_TOKEN`."""
+        self.url = (url or os.environ.get(env("url")) or DEFAULT_URL).rstrip("/")
+        token = token if token is not None else os.environ.get(env("token"))
+        self._headers = {"User-Agent": USER_AGENT}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._timeout_seconds = timeout_seconds
+        self._retries = retries
+
+    def _timeout(self, call: Call[Any]) -> httpx.Timeout:
+        """A long poll may hold the answer back for its wait on top of the usual time."""
+        return httpx.Timeout(self._timeout_seconds, read=self._timeout_seconds + call.wait_seconds)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"  # never the token
+
+
+class Waiting:
+    """Polls of a task until it finishes: the pauses between them, and the deadline."""
+
+    final = frozenset(str(s) for s in FINAL_STATUSES)
+
+    def __init__(self, task_id: str, timeout_seconds: float, poll_seconds: float) -> None:
+        self._task_id = task_id
+        self._deadline = time.monotonic() + timeout_seconds
+        self._pause = poll_seconds
+
+    def next_pause(self) -> float:
+        """Seconds until the next poll; raises TimeoutError past the deadline."""
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"task {self._task_id} has not finished in time")
+        return min(self._pause, left)

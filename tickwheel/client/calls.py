@@ -1,0 +1,300 @@
+"""Every API call as data, and every answer as a result or a typed error.
+
+Both clients (sync and async) send the same `Call`s; only how they wait differs. A call
+says whether it is safe to send again when a try's outcome is unknown (a timeout after
+the request went out): submissions carry an idempotency key, so they are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from typing_extensions import Unpack
+
+from tickwheel.api.schemas import (
+    AttemptEndOut,
+    BatchOut,
+    CancelledOut,
+    ClaimedOut,
+    ClaimOut,
+    HealthOut,
+    HistoryPage,
+    LeaseOut,
+    QueuesOut,
+    RedriveOut,
+    SubmittedOut,
+    TaskOut,
+    TaskPage,
+)
+from tickwheel.errors import (
+    Conflict,
+    Forbidden,
+    IdempotencyConflict,
+    InvalidBatch,
+    InvalidRequest,
+    Overloaded,
+    ServerError,
+    StaleFence,
+    TaskNotFound,
+    TickwheelError,
+    Unauthorized,
+)
+from tickwheel.models import SUBMIT_OPTIONS, Status, SubmitOptions
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    json: Any = None
+    params: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    repeatable: bool = True  # safe to send again when a try's outcome is unknown
+    wait_seconds: float = 0.0  # the server may hold the answer this long (a long poll)
+
+
+def _model(kind: type[M]) -> Callable[[Any], M]:
+    return kind.model_validate
+
+
+# -- submitting --------------------------------------------------------------
+
+
+def task_body(
+    task_type: str, payload: Any = None, **options: Unpack[SubmitOptions]
+) -> dict[str, Any]:
+    """The JSON body of `POST /api/tasks`, also one entry of a batch."""
+    unknown = options.keys() - SUBMIT_OPTIONS
+    if unknown:
+        raise TypeError(f"unknown submit options: {', '.join(sorted(unknown))}")
+    body: dict[str, Any] = {"task_type": task_type, "payload": payload}
+    schedule: dict[str, Any] = {"type": "immediate"}
+    if "cron" in options:
+        schedule = {"type": "cron", "cron_expression": options["cron"]}
+    elif "due_time" in options or "delay_seconds" in options:
+        schedule = {"type": "delayed"}
+    if "due_time" in options:
+        schedule["due_time"] = options["due_time"].isoformat()
+    for name in ("delay_seconds", "timezone", "jitter_seconds", "misfire_policy", "overlap_policy"):
+        if name in options:
+            schedule[name] = options[name]
+    body["schedule"] = schedule
+    for name in ("queue", "priority", "max_retries", "timeout_seconds", "idempotency_key"):
+        if name in options:
+            body[name] = options[name]  # type: ignore[literal-required]
+    if "retry_backoff" in options:
+        base, cap = options["retry_backoff"]
+        body["retry_backoff"] = {"base_seconds": base, "max_seconds": cap}
+    return body
+
+
+def _keyed(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body with an idempotency key of its own, so that a retry cannot make a
+    second task."""
+    keyed = dict(body)
+    keyed.setdefault("idempotency_key", f"tw-client-{uuid.uuid4()}")
+    return keyed
+
+
+def submit(body: Mapping[str, Any]) -> Call[SubmittedOut]:
+    return Call("POST", "/api/tasks", _model(SubmittedOut), json=_keyed(body))
+
+
+def submit_many(bodies: Iterable[Mapping[str, Any]]) -> Call[list[SubmittedOut]]:
+    def parse(answer: Any) -> list[SubmittedOut]:
+        return BatchOut.model_validate(answer).tasks
+
+    tasks = [_keyed(body) for body in bodies]
+    return Call("POST", "/api/tasks/batch", parse, json={"tasks": tasks})
+
+
+# -- reading -----------------------------------------------------------------
+
+
+def get(task_id: str) -> Call[TaskOut]:
+    return Call("GET", f"/api/tasks/{_segment(task_id)}", _model(TaskOut))
+
+
+def list_tasks(
+    status: Status | str | Iterable[Status | str] | None,
+    task_type: str | None,
+    limit: int,
+    next_token: str | None,
+) -> Call[TaskPage]:
+    statuses = [status] if isinstance(status, str) else list(status or ())
+    params: dict[str, Any] = {"limit": limit, "status": [str(s) for s in statuses]}
+    if task_type is not None:
+        params["task_type"] = task_type
+    if next_token is not None:
+        params["next_token"] = next_token
+    return Call("GET", "/api/tasks", _model(TaskPage), params=params)
+
+
+def history(task_id: str, limit: int, next_token: str | None) -> Call[HistoryPage]:
+    params: dict[str, Any] = {"limit": limit}
+    if next_token is not None:
+        params["next_token"] = next_token
+    path = f"/api/tasks/{_segment(task_id)}/history"
+    return Call("GET", path, _model(HistoryPage), params=params)
+
+
+def queues() -> Call[QueuesOut]:
+    return Call("GET", "/api/queues", _model(QueuesOut))
+
+
+def health() -> Call[HealthOut]:
+    return Call("GET", "/healthz", _model(HealthOut))
+
+
+# -- operations --------------------------------------------------------------
+# Each is safe to repeat: cancelling twice, re-driving a task already re-driven,
+# pausing a paused or resuming an active schedule all answer without an error.
+
+
+def cancel(task_id: str) -> Call[CancelledOut]:
+    return Call("DELETE", f"/api/tasks/{_segment(task_id)}", _model(CancelledOut))
+
+
+def redrive(task_ids: Iterable[str]) -> Call[RedriveOut]:
+    body = {"task_ids": list(task_ids)}
+    return Call("POST", "/api/tasks/redrive", _model(RedriveOut), json=body)
+
+
+def set_priority(task_id: str, priority: int) -> Call[TaskOut]:
+    path = f"/api/tasks/{_segment(task_id)}"
+    return Call("PATCH", path, _model(TaskOut), json={"priority": priority})
+
+
+def pause(task_id: str) -> Call[TaskOut]:
+    return Call("POST", f"/api/tasks/{_segment(task_id)}/pause", _model(TaskOut))
+
+
+def resume(task_id: str) -> Call[TaskOut]:
+    return Call("POST", f"/api/tasks/{_segment(task_id)}/resume", _model(TaskOut))
+
+
+# -- the worker protocol -----------------------------------------------------
+
+
+def claim(
+    worker_id: str,
+    queues: Iterable[str],
+    task_types: Iterable[str] | None,
+    max_tasks: int,
+    wait_seconds: float,
+) -> Call[list[ClaimedOut]]:
+    def parse(answer: Any) -> list[ClaimedOut]:
+        return ClaimOut.model_validate(answer).tasks
+
+    body: dict[str, Any] = {
+        "worker_id": worker_id,
+        "queues": list(queues),
+        "max_tasks": max_tasks,
+        "wait_seconds": wait_seconds,
+    }
+    if task_types is not None:
+        body["task_types"] = list(task_types)
+    # Tasks claimed in a lost answer come back only when their lease runs out.
+    return Call(
+        "POST", "/api/worker/claim", parse, json=body, repeatable=False, wait_seconds=wait_seconds
+    )
+
+
+def heartbeat(task_id: str, fence: int) -> Call[LeaseOut]:
+    path = f"/api/worker/tasks/{_segment(task_id)}/heartbeat"
+    return Call("POST", path, _model(LeaseOut), json={"fence": fence})
+
+
+def complete(task_id: str, fence: int) -> Call[AttemptEndOut]:
+    path = f"/api/worker/tasks/{_segment(task_id)}/complete"
+    return Call("POST", path, _model(AttemptEndOut), json={"fence": fence})
+
+
+def fail(task_id: str, fence: int, error: str, retryable: bool) -> Call[AttemptEndOut]:
+    path = f"/api/worker/tasks/{_segment(task_id)}/fail"
+    body = {"fence": fence, "error": error, "retryable": retryable}
+    return Call("POST", path, _model(AttemptEndOut), json=body)
+
+
+def _segment(task_id: str) -> str:
+    """A task id as one path segment: ids never hold a slash, so one is refused here
+    rather than sent to another route."""
+    if not task_id or "/" in task_id or task_id in (".", ".."):
+        raise InvalidRequest("task_id", f"{task_id!r} is not a task id")
+    return task_id
+
+
+# -- answers -----------------------------------------------------------------
+
+
+def answer(call: Call[T], status: int, body: bytes, retry_after: str | None) -> T:
+    """The result of a 2xx answer; otherwise raise the error it stands for."""
+    try:
+        content = json.loads(body) if body else None
+    except ValueError:  # not JSON: a proxy's error page, say
+        content = None
+    if status >= 400:
+        raise error_of(status, content if isinstance(content, dict) else {}, retry_after)
+    try:
+        return call.parse(content)
+    except ValidationError as error:
+        raise ServerError(
+            status, f"the answer to {call.method} {call.path} is malformed"
+        ) from error
+
+
+def error_of(status: int, body: Mapping[str, Any], retry_after: str | None) -> TickwheelError:
+    message = str(body.get("message") or f"the server answered {status}")
+    kind = body.get("error")
+    if status in (400, 413, 422):
+        return _invalid(body, message)
+    if status == 401:
+        return Unauthorized(message)
+    if status == 403:
+        return Forbidden(message)
+    if status == 404:
+        return TaskNotFound(message)
+    if status == 409 and kind == "idempotency_conflict":
+        return IdempotencyConflict(message, str(body.get("task_id") or ""))
+    if status == 409 and kind == "stale_fence":
+        return StaleFence(message)
+    if status == 409:
+        return Conflict(message)
+    if status == 429:
+        return Overloaded(math.ceil(retry_after_seconds(retry_after) or 1), message)
+    return ServerError(status, message)
+
+
+def _invalid(body: Mapping[str, Any], message: str) -> InvalidRequest:
+    """An `InvalidBatch` when every problem is one of a batch's entries."""
+    field_name = str(body.get("field") or "body")
+    problems = body.get("problems")
+    entries = []
+    for problem in problems if isinstance(problems, list) else ():
+        parts = str(problem.get("field", "")).split(".", 2) if isinstance(problem, dict) else []
+        if len(parts) >= 2 and parts[0] == "tasks" and parts[1].isdigit():
+            reason = str(problem.get("message"))
+            entries.append(
+                (int(parts[1]), InvalidRequest(parts[2] if parts[2:] else "body", reason))
+            )
+    if entries and len(entries) == len(problems or ()):
+        return InvalidBatch(entries)
+    return InvalidRequest(field_name, message.removeprefix(f"{field_name}: "))
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """The seconds of a `Retry-After` header (we send only the seconds form)."""
+    try:
+        return max(0.0, float(header)) if header is not None else None
+    except ValueError:
+        return None

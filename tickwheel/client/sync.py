@@ -1,0 +1,198 @@
+"""`Client`: the HTTP API from blocking Python code."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from typing_extensions import Unpack
+
+from tickwheel.api.schemas import (
+    AttemptEndOut,
+    CancelledOut,
+    ClaimedOut,
+    HealthOut,
+    HistoryPage,
+    LeaseOut,
+    QueuesOut,
+    RedriveOut,
+    SubmittedOut,
+    TaskOut,
+    TaskPage,
+)
+from tickwheel.client import calls
+from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
+from tickwheel.client.calls import Call
+from tickwheel.client.retries import Retries
+from tickwheel.errors import Unreachable
+from tickwheel.models import Status, SubmitOptions
+
+T = TypeVar("T")
+
+
+class Client(ClientBase):
+    """A Tickwheel server's API. Every call is retried when that is safe (see
+    `Retries`) and raises a `TickwheelError` subclass when it fails."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        retries: Retries = Retries(),
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(url, token=token, timeout_seconds=timeout_seconds, retries=retries)
+        self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(self, call: Call[T]) -> T:
+        for attempt in itertools.count(1):
+            try:
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    headers=call.headers,
+                    timeout=self._timeout(call),
+                )
+            except httpx.TransportError as error:
+                wait = self._retries.after_error(call, attempt, error)
+                if wait is None:
+                    raise Unreachable(f"{call.method} {self.url}{call.path}: {error!r}") from error
+            else:
+                retry_after = response.headers.get("retry-after")
+                wait = self._retries.after_answer(call, attempt, response.status_code, retry_after)
+                if wait is None:
+                    return calls.answer(call, response.status_code, response.content, retry_after)
+            time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    # -- submitting ----------------------------------------------------------
+
+    def submit(
+        self, task_type: str, payload: Any = None, **options: Unpack[SubmitOptions]
+    ) -> SubmittedOut:
+        """Submit a task; it is committed when this returns. Without an
+        `idempotency_key` the client makes one, so its own retries never make a second
+        task."""
+        return self._send(calls.submit(calls.task_body(task_type, payload, **options)))
+
+    def submit_many(self, tasks: Iterable[Mapping[str, Any]]) -> list[SubmittedOut]:
+        """Up to 10,000 one-off tasks (bodies from `task_body`), committed together:
+        all or none; `InvalidBatch` names every invalid entry."""
+        return self._send(calls.submit_many(tasks))
+
+    # -- reading -------------------------------------------------------------
+
+    def get(self, task_id: str) -> TaskOut:
+        return self._send(calls.get(task_id))
+
+    def list_tasks(
+        self,
+        status: Status | str | Iterable[Status | str] | None = None,
+        *,
+        task_type: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> TaskPage:
+        """One page of tasks, newest first; pass its `next_token` for the next."""
+        return self._send(calls.list_tasks(status, task_type, limit, next_token))
+
+    def iter_tasks(
+        self,
+        status: Status | str | Iterable[Status | str] | None = None,
+        *,
+        task_type: str | None = None,
+        page_size: int = 500,
+    ) -> Iterator[TaskOut]:
+        """Every matching task, newest first, a page at a time."""
+        token: str | None = None
+        while True:
+            page = self.list_tasks(status, task_type=task_type, limit=page_size, next_token=token)
+            yield from page.tasks
+            if (token := page.next_token) is None:
+                return
+
+    def history(
+        self, task_id: str, *, limit: int = 20, next_token: str | None = None
+    ) -> HistoryPage:
+        return self._send(calls.history(task_id, limit, next_token))
+
+    def wait(
+        self, task_id: str, *, timeout_seconds: float = 60.0, poll_seconds: float = 0.1
+    ) -> TaskOut:
+        """The task once it has finished (succeeded, failed or cancelled); raises
+        `TimeoutError` if it has not within `timeout_seconds`."""
+        waiting = Waiting(task_id, timeout_seconds, poll_seconds)
+        while True:  # polling: the server pushes nothing to an API client
+            task = self.get(task_id)
+            if task.status in waiting.final:
+                return task
+            time.sleep(waiting.next_pause())
+
+    def queues(self) -> QueuesOut:
+        return self._send(calls.queues())
+
+    def health(self) -> HealthOut:
+        return self._send(calls.health())
+
+    # -- operations ----------------------------------------------------------
+
+    def cancel(self, task_id: str) -> CancelledOut:
+        return self._send(calls.cancel(task_id))
+
+    def redrive(self, task_ids: Iterable[str]) -> RedriveOut:
+        return self._send(calls.redrive(task_ids))
+
+    def set_priority(self, task_id: str, priority: int) -> TaskOut:
+        return self._send(calls.set_priority(task_id, priority))
+
+    def pause(self, task_id: str) -> TaskOut:
+        return self._send(calls.pause(task_id))
+
+    def resume(self, task_id: str) -> TaskOut:
+        return self._send(calls.resume(task_id))
+
+    # -- the worker protocol -------------------------------------------------
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        queues: Iterable[str] = ("default",),
+        task_types: Iterable[str] | None = None,
+        max_tasks: int = 10,
+        wait_seconds: float = 0.0,
+    ) -> list[ClaimedOut]:
+        return self._send(calls.claim(worker_id, queues, task_types, max_tasks, wait_seconds))
+
+    def heartbeat(self, task_id: str, fence: int) -> LeaseOut:
+        return self._send(calls.heartbeat(task_id, fence))
+
+    def complete(self, task_id: str, fence: int) -> AttemptEndOut:
+        return self._send(calls.complete(task_id, fence))
+
+    def fail(
+        self, task_id: str, fence: int, error: str, *, retryable: bool = True
+    ) -> AttemptEndOut:
+        return self._send(calls.fail(task_id, fence, error, retryable))
