@@ -8,7 +8,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from harness import Tickwheel
+
+from tickwheel import Client, Forbidden, Unauthorized
 
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 
@@ -52,6 +55,15 @@ def test_scopes_gate_every_route_once_a_token_exists(
     assert call(worker, "POST", "/api/worker/claim", **claim) == 200
     assert call(None, "GET", "/healthz") == 200  # probes stay open
     assert reader not in tw.log.read_text() and submitter not in tw.log.read_text()
+
+    # The Python client sends its token and raises typed errors.
+    with Client(tw.url, token=submitter) as client:
+        submitted = client.submit("noop", delay_seconds=3600)
+        assert client.get(submitted.task_id).status == "pending"
+        with pytest.raises(Forbidden):
+            client.cancel(submitted.task_id)
+    with Client(tw.url, token="tw_not-a-token") as client, pytest.raises(Unauthorized):
+        client.list_tasks()
 
 
 def test_no_token_means_loopback_only_unless_insecure(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from harness import Tickwheel
@@ -49,3 +50,27 @@ def test_tour_runs_verbatim(tickwheel_factory: type) -> None:
     assert "noop" in out  # the CLI listing
     assert '"duplicate":true' in out  # the repeated idempotency key
     assert out.count('"status":"pending"') >= 2  # the batch
+
+
+def client_blocks() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    part = readme.split("<!-- client:start -->")[1].split("<!-- client:end -->")[0]
+    return re.findall(r"```python\n(.*?)```", part, flags=re.DOTALL)
+
+
+def test_client_examples_run_verbatim(tickwheel_factory: type) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    outputs = []
+    for block in client_blocks():
+        done = subprocess.run(
+            [sys.executable, "-c", block.replace(":8700", f":{tw.port}")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    sync, asynchronous = outputs
+    assert " pending\nsucceeded\nTrue True\nnot found: " in sync
+    assert asynchronous == "1000 submitted\nsucceeded\n"

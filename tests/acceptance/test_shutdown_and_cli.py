@@ -80,6 +80,10 @@ def test_cli_submit_status_ls_cancel(tickwheel_factory: type) -> None:
     assert json.loads(_cli(tw, "status", task_id))["status"] == "cancelled"
     cron = json.loads(_cli(tw, "submit", "noop", "--cron", "@hourly", "--timezone", "Asia/Tokyo"))
     assert cron["schedule_id"] == cron["task_id"]
+    keyed = ("submit", "noop", "--at", "2031-01-01T09:00:00+01:00", "--idempotency-key", "k1")
+    first, again = json.loads(_cli(tw, *keyed)), json.loads(_cli(tw, *keyed))
+    assert again["task_id"] == first["task_id"] and again["duplicate"] is True
+    assert first["due_time"].startswith("2031-01-01T08:00:00")
     bad = subprocess.run(
         [TICKWHEEL, "submit", "noop", "--cron", "nope", "--url", tw.url],
         capture_output=True,

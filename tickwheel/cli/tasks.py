@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
-import httpx
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from tickwheel.client import Client
+from tickwheel.client.base import DEFAULT_URL
 from tickwheel.config import env
+from tickwheel.errors import TickwheelError, Unreachable
+from tickwheel.models import SubmitOptions
 
 URL = Annotated[str, typer.Option("--url", envvar=env("url"), help="The Tickwheel server.")]
 console = Console()
@@ -24,21 +29,17 @@ def register(cli: typer.Typer) -> None:
     cli.command()(cancel)
 
 
-def _call(method: str, url: str, path: str, **kwargs: Any) -> Any:
-    token = os.environ.get(env("token"))
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+def _call(url: str, work: Callable[[Client], BaseModel]) -> Any:
+    """Run `work` with a client of `url`; print what went wrong and exit non-zero."""
     try:
-        response = httpx.request(
-            method, url.rstrip("/") + path, timeout=30, headers=headers, **kwargs
-        )
-    except httpx.HTTPError as error:
+        with Client(url) as client:
+            return work(client).model_dump(mode="json")
+    except Unreachable as error:
         console.print(f"[red]cannot reach {url}: {error}[/red]")
         raise typer.Exit(2) from None
-    body = response.json() if response.content else {}
-    if response.is_error:
-        console.print(f"[red]{response.status_code}: {body.get('message', body)}[/red]")
-        raise typer.Exit(1)
-    return body
+    except TickwheelError as error:
+        console.print(f"[red]{type(error).__name__}: {error}[/red]")
+        raise typer.Exit(1) from None
 
 
 def submit(
@@ -53,43 +54,50 @@ def submit(
     ] = None,
     queue: Annotated[str | None, typer.Option()] = None,
     priority: Annotated[int | None, typer.Option()] = None,
-    url: URL = "http://127.0.0.1:8700",
+    idempotency_key: Annotated[
+        str | None, typer.Option(help="A repeat with this key returns the first task.")
+    ] = None,
+    url: URL = DEFAULT_URL,
 ) -> None:
     """Submit a task and print its id."""
     try:
-        body: dict[str, Any] = {"task_type": task_type, "payload": json.loads(payload)}
+        data = json.loads(payload)
     except json.JSONDecodeError as error:
         raise typer.BadParameter(f"not JSON: {error}", param_hint="--payload") from None
+    options: SubmitOptions = {}
     if cron is not None:
-        body["schedule"] = {"type": "cron", "cron_expression": cron, "timezone": timezone}
+        options.update({"cron": cron, "timezone": timezone})
     elif at is not None:
-        body["schedule"] = {"type": "delayed", "due_time": at}
+        try:
+            options["due_time"] = datetime.fromisoformat(at)
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--at") from None
     elif delay is not None:
-        body["schedule"] = {"type": "delayed", "delay_seconds": delay}
-    for name, value in (("max_retries", max_retries), ("queue", queue), ("priority", priority)):
-        if value is not None:
-            body[name] = value
-    console.print_json(data=_call("POST", url, "/api/tasks", json=body))
+        options["delay_seconds"] = delay
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    if queue is not None:
+        options["queue"] = queue
+    if priority is not None:
+        options["priority"] = priority
+    if idempotency_key is not None:
+        options["idempotency_key"] = idempotency_key
+    console.print_json(data=_call(url, lambda c: c.submit(task_type, data, **options)))
 
 
-def status(task_id: str, url: URL = "http://127.0.0.1:8700") -> None:
+def status(task_id: str, url: URL = DEFAULT_URL) -> None:
     """Show a task: its state, times, attempts and last error."""
-    console.print_json(data=_call("GET", url, f"/api/tasks/{task_id}"))
+    console.print_json(data=_call(url, lambda c: c.get(task_id)))
 
 
 def list_tasks(
     state: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
     task_type: Annotated[str | None, typer.Option("--type", help="Only this task type.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 20,
-    url: URL = "http://127.0.0.1:8700",
+    url: URL = DEFAULT_URL,
 ) -> None:
     """List the newest tasks."""
-    params: dict[str, Any] = {"limit": limit}
-    if state:
-        params["status"] = state
-    if task_type:
-        params["task_type"] = task_type
-    page = _call("GET", url, "/api/tasks", params=params)
+    page = _call(url, lambda c: c.list_tasks(state, task_type=task_type, limit=limit))
     table = Table("task_id", "type", "status", "due_time", "attempts", "last_error")
     for t in page["tasks"]:
         table.add_row(
@@ -103,6 +111,6 @@ def list_tasks(
     console.print(table)
 
 
-def cancel(task_id: str, url: URL = "http://127.0.0.1:8700") -> None:
+def cancel(task_id: str, url: URL = DEFAULT_URL) -> None:
     """Cancel a task, or disable a cron task's schedule."""
-    console.print_json(data=_call("DELETE", url, f"/api/tasks/{task_id}"))
+    console.print_json(data=_call(url, lambda c: c.cancel(task_id)))
