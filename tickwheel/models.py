@@ -54,6 +54,11 @@ class SubmitOptions(TypedDict, total=False):
 
 SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
 
+# Limits of the options, the same for the API and the engine.
+MAX_DELAY_SECONDS = 10 * 366 * 86400.0
+MAX_JITTER_SECONDS = 86400
+MAX_TIMEOUT_SECONDS = 86400.0
+
 
 class ScheduleType(StrEnum):
     IMMEDIATE = "immediate"

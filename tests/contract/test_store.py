@@ -757,6 +757,17 @@ async def test_set_schedule_status(store: Store) -> None:
     assert await store.set_schedule_status("unknown", "paused") is None
 
 
+async def test_set_schedule_status_only_from_is_a_compare_and_set(store: Store) -> None:
+    await create_schedule(store)
+    await store.set_schedule_status("nightly", "cancelled")
+
+    assert await store.set_schedule_status("nightly", "active", only_from={"paused"}) is None
+    stored = await store.get_schedule("nightly")
+    assert stored is not None and stored.status == "cancelled"
+    paused = await store.set_schedule_status("nightly", "paused", only_from={"cancelled"})
+    assert paused is not None and paused.status == "paused"
+
+
 async def test_history_of_a_schedule_spans_its_instances(store: Store) -> None:
     schedule, first = await create_schedule(store)
     (plain,) = await store.insert_tasks([new_task("plain")])

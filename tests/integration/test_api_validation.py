@@ -128,6 +128,8 @@ async def test_unknown_id_is_404(api: httpx.AsyncClient, path: str) -> None:
     response = await api.get(path)
     assert response.status_code == 404
     assert response.json()["error"] == "not_found"
+    unknown_route = await api.get("/api/nothing-here")
+    assert unknown_route.json()["error"] == "unknown_route"
     assert (await api.delete("/api/tasks/nope")).status_code == 404
 
 

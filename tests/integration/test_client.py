@@ -31,6 +31,7 @@ from tickwheel.config import Settings
 from tickwheel.core.retry import RetryPolicy
 from tickwheel.engine.node import Node
 from tickwheel.models import Status
+from tickwheel.storage.base import TaskFilter
 
 ONE_RETRY = Retries(RetryPolicy(max_retries=1, base_seconds=0.01, max_seconds=0.01))
 
@@ -139,7 +140,7 @@ async def test_errors_are_typed(connect: ClientFactory) -> None:
         await client.submit_many([task_body("noop"), task_body("noop", priority=500)])
     assert [(i, p.field) for i, p in batch.value.problems] == [(1, "priority")]
     with pytest.raises(InvalidRequest) as bad_name:
-        await client.get("a/b")
+        await client.get("..")
     assert bad_name.value.field == "task_id"
 
     first = await client.submit("noop", {"v": 1}, delay_seconds=60, idempotency_key="k")
@@ -164,10 +165,60 @@ async def test_tokens_and_scopes_are_typed_errors(node: Node, connect: ClientFac
     anonymous, _ = await connect(token="")
     with pytest.raises(Unauthorized):
         await anonymous.list_tasks()
-    client, _ = await connect(token=reader)
+    client, _ = await connect(token=reader + "\n")  # as read from a file: stripped
     assert (await client.list_tasks()).tasks == []
     with pytest.raises(Forbidden):
         await client.submit("noop")
+    with pytest.raises(ValueError, match="control"):
+        await connect(token="tw_a\nX-Injected: 1")
+
+    assert await node.store.revoke_token("t1", now_ms=1)
+    await asyncio.sleep(1.1)  # the server re-reads tokens every second
+    with pytest.raises(Unauthorized):  # revoking every token does not open the API
+        await anonymous.list_tasks()
+
+
+async def test_a_task_id_cannot_reach_another_task_or_route(connect: ClientFactory) -> None:
+    client, _ = await connect()
+    task = await client.submit("noop", delay_seconds=3600)
+    for forged in (f"{task.task_id}?x=1", f"{task.task_id}#y", f"{task.task_id}%2Fhistory"):
+        with pytest.raises(TaskNotFound):
+            await client.cancel(forged)
+    with pytest.raises(InvalidRequest):
+        await client.cancel(f"{task.task_id}/history")
+    assert (await client.get(task.task_id)).status == "pending"
+
+
+async def test_iter_tasks_keeps_its_filter_on_every_page(connect: ClientFactory) -> None:
+    client, _ = await connect()
+    bodies = [task_body("noop", delay_seconds=3600) for _ in range(12)]
+    cancelled = [s.task_id for s in await client.submit_many(bodies)][:5]
+    for task_id in cancelled:
+        await client.cancel(task_id)
+    wanted = (s for s in ["cancelled"])  # an iterator: read once, used for every page
+    found = [t.task_id async for t in client.iter_tasks(wanted, page_size=2)]
+    assert sorted(found) == sorted(cancelled)
+
+
+async def test_node_submit_checks_its_options_like_the_api(node: Node) -> None:
+    cases = {
+        "max_retries": {"max_retries": 500},
+        "retry_backoff": {"retry_backoff": (0.0, 0.0)},
+        "timeout_seconds": {"timeout_seconds": -1.0},
+        "delay_seconds": {"delay_seconds": float("nan")},
+        "jitter_seconds": {"cron": "@daily", "jitter_seconds": -5},
+        "priority": {"priority": 101},
+        "due_time": {"due_time": datetime(2030, 1, 1)},
+        "misfire_policy": {"cron": "@daily", "misfire_policy": "sometimes"},
+        "cron": {"cron": "61 * * * *"},
+    }
+    for field, options in cases.items():
+        with pytest.raises(InvalidRequest) as invalid:
+            await node.submit("noop", **options)  # type: ignore[arg-type]
+        assert invalid.value.field == field
+    with pytest.raises(TypeError, match="delay"):
+        await node.submit("noop", delay=5)  # type: ignore[call-arg]
+    assert (await node.service.list_tasks(TaskFilter(), before_seq=None, limit=10))[0] == []
 
 
 async def test_operations(connect: ClientFactory, node: Node) -> None:

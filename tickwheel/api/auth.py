@@ -45,14 +45,18 @@ class Tokens:
     def __init__(self, store: Callable[[], TokenStore]) -> None:
         self._store = store  # the node opens its store when it starts
         self._scopes: dict[str, frozenset[str]] = {}
+        self._open = True
         self._read_at = float("-inf")
 
     async def scopes_of(self, authorization: str | None) -> frozenset[str] | None:
-        """None while no token exists (the API is open); else the token's scopes."""
+        """None while no token was ever made (the API is open); else the token's scopes.
+        Revoking every token does not open the API again."""
         if time.monotonic() - self._read_at > CACHE_SECONDS:
-            self._scopes = await self._store().active_tokens()
+            store = self._store()
+            self._scopes = await store.active_tokens()
+            self._open = not self._scopes and not await store.list_tokens()
             self._read_at = time.monotonic()
-        if not self._scopes:
+        if self._open:
             return None
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token:

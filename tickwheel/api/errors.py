@@ -77,7 +77,7 @@ async def _conflict(request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     """Framework errors (unknown route, wrong method, unreadable body) in our shape."""
     assert isinstance(exc, StarletteHTTPException)
-    kinds = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
+    kinds = {400: "invalid_request", 404: "unknown_route", 405: "method_not_allowed"}
     body = error_body(kinds.get(exc.status_code, "http_error"), str(exc.detail))
     if exc.status_code == 400:
         body["field"] = "body"

@@ -22,13 +22,13 @@ from pydantic import Strict as StrictValues
 
 from tickwheel.core import cron
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
+from tickwheel.models import MAX_DELAY_SECONDS, MAX_JITTER_SECONDS, MAX_TIMEOUT_SECONDS
 
 # Numbers and flags are strict: JSON `true` is not 1, and "5" is not 5.
 StrictInt = Annotated[int, StrictValues()]
 StrictFloat = Annotated[float, StrictValues()]  # an integer is still a number
 StrictBool = Annotated[bool, StrictValues()]
 
-TEN_YEARS = 10 * 366 * 86400.0
 MAX_BATCH_TASKS = 10_000
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
@@ -53,10 +53,10 @@ class RetryBackoffIn(Strict):
 class ScheduleIn(Strict):
     type: Literal["immediate", "delayed", "cron"] = "immediate"
     due_time: AwareDatetime | None = None
-    delay_seconds: StrictFloat | None = Field(None, ge=0, le=TEN_YEARS)
+    delay_seconds: StrictFloat | None = Field(None, ge=0, le=MAX_DELAY_SECONDS)
     cron_expression: str | None = Field(None, max_length=256)
     timezone: str = Field("UTC", max_length=64)
-    jitter_seconds: StrictInt = Field(0, ge=0, le=86400)
+    jitter_seconds: StrictInt = Field(0, ge=0, le=MAX_JITTER_SECONDS)
     misfire_policy: cron.MisfirePolicy = cron.MisfirePolicy.RUN_ONCE
     overlap_policy: cron.OverlapPolicy = cron.OverlapPolicy.ALLOW
 
@@ -101,7 +101,7 @@ class TaskIn(Strict):
     retry_backoff: RetryBackoffIn | None = None
     priority: StrictInt | None = Field(None, ge=PRIORITY_MIN, le=PRIORITY_MAX)
     queue: str | None = Field(None, min_length=1, max_length=64, pattern=NAME_PATTERN)
-    timeout_seconds: StrictFloat | None = Field(None, gt=0, le=86400)
+    timeout_seconds: StrictFloat | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS)
     idempotency_key: str | None = Field(
         None,
         min_length=1,
@@ -204,7 +204,7 @@ class ErrorOut(BaseModel):
     error: str = Field(
         description="A stable code: invalid_request, not_found, conflict, "
         "idempotency_conflict, stale_fence, overloaded, unauthorized, forbidden, "
-        "method_not_allowed, internal"
+        "unknown_route, method_not_allowed, internal"
     )
     message: str
     field: str | None = Field(None, description="The input at fault, e.g. schedule.due_time")

@@ -151,7 +151,7 @@ def up(
         http_allow=http_allow,
         http_deny=http_deny,
     )
-    if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(database_url)):
+    if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(settings)):
         typer.echo(
             f"refusing to serve on {host} with no API token: anyone could submit tasks."
             " Create one (tickwheel token create) or pass --insecure.",
@@ -198,9 +198,10 @@ def _loopback(host: str) -> bool:
         return False
 
 
-async def _has_tokens(database_url: str) -> bool:
-    store = await open_store(database_url, partitions=DEFAULTS.partitions)
+async def _has_tokens(settings: Settings) -> bool:
+    """Whether a token was ever made: revoking them all does not open the API."""
+    store = await open_store(settings.database_url, partitions=settings.partitions)
     try:
-        return bool(await store.active_tokens())
+        return bool(await store.list_tokens())
     finally:
         await store.close()

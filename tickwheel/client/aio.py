@@ -26,10 +26,9 @@ from tickwheel.api.schemas import (
 )
 from tickwheel.client import calls
 from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
-from tickwheel.client.calls import Call
+from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
-from tickwheel.errors import Unreachable
-from tickwheel.models import Status, SubmitOptions
+from tickwheel.models import SubmitOptions
 
 T = TypeVar("T")
 
@@ -80,7 +79,7 @@ class AsyncClient(ClientBase):
             except httpx.TransportError as error:
                 wait = self._retries.after_error(call, attempt, error)
                 if wait is None:
-                    raise Unreachable(f"{call.method} {self.url}{call.path}: {error!r}") from error
+                    raise self._unreachable(call, error) from error
             else:
                 retry_after = response.headers.get("retry-after")
                 wait = self._retries.after_answer(call, attempt, response.status_code, retry_after)
@@ -111,27 +110,29 @@ class AsyncClient(ClientBase):
 
     async def list_tasks(
         self,
-        status: Status | str | Iterable[Status | str] | None = None,
+        status: StatusFilter = None,
         *,
         task_type: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
     ) -> TaskPage:
         """One page of tasks, newest first; pass its `next_token` for the next."""
-        return await self._send(calls.list_tasks(status, task_type, limit, next_token))
+        return await self._send(
+            calls.list_tasks(calls.statuses(status), task_type, limit, next_token)
+        )
 
     async def iter_tasks(
         self,
-        status: Status | str | Iterable[Status | str] | None = None,
+        status: StatusFilter = None,
         *,
         task_type: str | None = None,
         page_size: int = 500,
     ) -> AsyncIterator[TaskOut]:
         """Every matching task, newest first, a page at a time."""
-        token: str | None = None
+        wanted, token = calls.statuses(status), None
         while True:
             page = await self.list_tasks(
-                status, task_type=task_type, limit=page_size, next_token=token
+                wanted, task_type=task_type, limit=page_size, next_token=token
             )
             for task in page.tasks:
                 yield task

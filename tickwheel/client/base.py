@@ -11,6 +11,7 @@ import httpx
 from tickwheel.client.calls import Call
 from tickwheel.client.retries import Retries
 from tickwheel.config import env
+from tickwheel.errors import Unreachable
 from tickwheel.models import FINAL_STATUSES
 
 DEFAULT_URL = "http://127.0.0.1:8700"
@@ -29,7 +30,9 @@ class ClientBase:
     ) -> None:
         """`url` and `token` default to `TICKWHEEL_URL` and `TICKWHEEL_TOKEN`."""
         self.url = (url or os.environ.get(env("url")) or DEFAULT_URL).rstrip("/")
-        token = token if token is not None else os.environ.get(env("token"))
+        token = (token if token is not None else os.environ.get(env("token")) or "").strip()
+        if any(not c.isprintable() or c.isspace() for c in token):
+            raise ValueError("the API token holds spaces or control characters")
         self._headers = {"User-Agent": USER_AGENT}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -39,6 +42,11 @@ class ClientBase:
     def _timeout(self, call: Call[Any]) -> httpx.Timeout:
         """A long poll may hold the answer back for its wait on top of the usual time."""
         return httpx.Timeout(self._timeout_seconds, read=self._timeout_seconds + call.wait_seconds)
+
+    def _unreachable(self, call: Call[Any], error: httpx.TransportError) -> Unreachable:
+        # Only the kind of a protocol error: its text may quote a header, the token's too.
+        detail = type(error).__name__ if isinstance(error, httpx.ProtocolError) else str(error)
+        return Unreachable(f"{call.method} {self.url}{call.path}: {detail or type(error).__name__}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"  # never the token

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Unpack
@@ -125,14 +126,18 @@ def get(task_id: str) -> Call[TaskOut]:
     return Call("GET", f"/api/tasks/{_segment(task_id)}", _model(TaskOut))
 
 
+StatusFilter = Status | str | Iterable[Status | str] | None
+
+
+def statuses(status: StatusFilter) -> tuple[str, ...]:
+    """The statuses asked for, read once (an iterator is consumed here, not per page)."""
+    return (status,) if isinstance(status, str) else tuple(str(s) for s in status or ())
+
+
 def list_tasks(
-    status: Status | str | Iterable[Status | str] | None,
-    task_type: str | None,
-    limit: int,
-    next_token: str | None,
+    status: tuple[str, ...], task_type: str | None, limit: int, next_token: str | None
 ) -> Call[TaskPage]:
-    statuses = [status] if isinstance(status, str) else list(status or ())
-    params: dict[str, Any] = {"limit": limit, "status": [str(s) for s in statuses]}
+    params: dict[str, Any] = {"limit": limit, "status": list(status)}
     if task_type is not None:
         params["task_type"] = task_type
     if next_token is not None:
@@ -157,8 +162,8 @@ def health() -> Call[HealthOut]:
 
 
 # -- operations --------------------------------------------------------------
-# Each is safe to repeat: cancelling twice, re-driving a task already re-driven,
-# pausing a paused or resuming an active schedule all answer without an error.
+# Cancelling twice, pausing a paused or resuming an active schedule all answer
+# without an error, so those are safe to repeat.
 
 
 def cancel(task_id: str) -> Call[CancelledOut]:
@@ -167,7 +172,8 @@ def cancel(task_id: str) -> Call[CancelledOut]:
 
 def redrive(task_ids: Iterable[str]) -> Call[RedriveOut]:
     body = {"task_ids": list(task_ids)}
-    return Call("POST", "/api/tasks/redrive", _model(RedriveOut), json=body)
+    # Not repeated: a task that failed again meanwhile would be re-driven twice.
+    return Call("POST", "/api/tasks/redrive", _model(RedriveOut), json=body, repeatable=False)
 
 
 def set_priority(task_id: str, priority: int) -> Call[TaskOut]:
@@ -227,11 +233,11 @@ def fail(task_id: str, fence: int, error: str, retryable: bool) -> Call[AttemptE
 
 
 def _segment(task_id: str) -> str:
-    """A task id as one path segment: ids never hold a slash, so one is refused here
-    rather than sent to another route."""
+    """A task id as one path segment, escaped, so that no id can reach another task or
+    route (servers decode an escaped slash before routing, so a slash is refused)."""
     if not task_id or "/" in task_id or task_id in (".", ".."):
         raise InvalidRequest("task_id", f"{task_id!r} is not a task id")
-    return task_id
+    return quote(task_id, safe="")
 
 
 # -- answers -----------------------------------------------------------------
@@ -262,7 +268,7 @@ def error_of(status: int, body: Mapping[str, Any], retry_after: str | None) -> T
         return Unauthorized(message)
     if status == 403:
         return Forbidden(message)
-    if status == 404:
+    if status == 404 and kind == "not_found":
         return TaskNotFound(message)
     if status == 409 and kind == "idempotency_conflict":
         return IdempotencyConflict(message, str(body.get("task_id") or ""))

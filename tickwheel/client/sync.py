@@ -26,10 +26,9 @@ from tickwheel.api.schemas import (
 )
 from tickwheel.client import calls
 from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
-from tickwheel.client.calls import Call
+from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
-from tickwheel.errors import Unreachable
-from tickwheel.models import Status, SubmitOptions
+from tickwheel.models import SubmitOptions
 
 T = TypeVar("T")
 
@@ -78,7 +77,7 @@ class Client(ClientBase):
             except httpx.TransportError as error:
                 wait = self._retries.after_error(call, attempt, error)
                 if wait is None:
-                    raise Unreachable(f"{call.method} {self.url}{call.path}: {error!r}") from error
+                    raise self._unreachable(call, error) from error
             else:
                 retry_after = response.headers.get("retry-after")
                 wait = self._retries.after_answer(call, attempt, response.status_code, retry_after)
@@ -109,26 +108,26 @@ class Client(ClientBase):
 
     def list_tasks(
         self,
-        status: Status | str | Iterable[Status | str] | None = None,
+        status: StatusFilter = None,
         *,
         task_type: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
     ) -> TaskPage:
         """One page of tasks, newest first; pass its `next_token` for the next."""
-        return self._send(calls.list_tasks(status, task_type, limit, next_token))
+        return self._send(calls.list_tasks(calls.statuses(status), task_type, limit, next_token))
 
     def iter_tasks(
         self,
-        status: Status | str | Iterable[Status | str] | None = None,
+        status: StatusFilter = None,
         *,
         task_type: str | None = None,
         page_size: int = 500,
     ) -> Iterator[TaskOut]:
         """Every matching task, newest first, a page at a time."""
-        token: str | None = None
+        wanted, token = calls.statuses(status), None
         while True:
-            page = self.list_tasks(status, task_type=task_type, limit=page_size, next_token=token)
+            page = self.list_tasks(wanted, task_type=task_type, limit=page_size, next_token=token)
             yield from page.tasks
             if (token := page.next_token) is None:
                 return

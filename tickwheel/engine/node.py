@@ -222,13 +222,12 @@ DEFAULT_OPTIONS = TaskOptions()
 
 def _schedule_of(options: SubmitOptions) -> ScheduleRequest:
     if "cron" in options:
-        spec = CronSpec(
-            options["cron"], options.get("timezone", "UTC"), options.get("jitter_seconds", 0)
-        )
         try:
-            cron.validate(spec.expression, spec.timezone)
+            spec = CronSpec(
+                options["cron"], options.get("timezone", "UTC"), options.get("jitter_seconds", 0)
+            )
         except ValueError as error:
-            raise InvalidRequest("cron", str(error)) from None
+            raise InvalidRequest(_cron_field(error), str(error)) from None
         return ScheduleRequest(
             ScheduleType.CRON,
             cron=spec,
@@ -244,6 +243,12 @@ def _schedule_of(options: SubmitOptions) -> ScheduleRequest:
     if "delay_seconds" in options:
         return ScheduleRequest(ScheduleType.DELAYED, delay_seconds=options["delay_seconds"])
     return ScheduleRequest(ScheduleType.IMMEDIATE)
+
+
+def _cron_field(error: ValueError) -> str:
+    if isinstance(error, cron.UnknownTimezone):
+        return "timezone"
+    return "cron" if isinstance(error, cron.InvalidCronExpression) else "jitter_seconds"
 
 
 E = TypeVar("E", MisfirePolicy, OverlapPolicy)

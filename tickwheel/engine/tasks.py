@@ -14,11 +14,13 @@ from typing import Any
 
 from tickwheel.clock import Clock
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
+from tickwheel.core.retry import RetryPolicy
 from tickwheel.engine.batcher import Batcher
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 from tickwheel.engine.schedules import first_due_ms, instance_of
 from tickwheel.errors import (
     Conflict,
+    IdempotencyConflict,
     InvalidBatch,
     InvalidRequest,
     RejectedItems,
@@ -26,6 +28,8 @@ from tickwheel.errors import (
 )
 from tickwheel.ids import new_id, partition_of
 from tickwheel.models import (
+    MAX_DELAY_SECONDS,
+    MAX_TIMEOUT_SECONDS,
     ExecutionRecord,
     Idempotency,
     NewTask,
@@ -67,6 +71,27 @@ def _depth(value: Any) -> int:
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def _check_options(options: TaskOptions) -> None:
+    """The API checks these at its edge; the engine checks them again for embedded
+    callers, since a bad retry policy would fail only when an attempt ends."""
+    if not PRIORITY_MIN <= options.priority <= PRIORITY_MAX:  # keys pack it in 8 bits
+        raise InvalidRequest("priority", f"must be from {PRIORITY_MIN} to {PRIORITY_MAX}")
+    try:
+        RetryPolicy(options.max_retries, options.backoff_base_seconds, options.backoff_max_seconds)
+    except ValueError as error:
+        field = "max_retries" if str(error).startswith("max_retries") else "retry_backoff"
+        raise InvalidRequest(field, str(error)) from None
+    timeout = options.timeout_seconds
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_SECONDS:
+        raise InvalidRequest("timeout_seconds", f"must be > 0 and <= {MAX_TIMEOUT_SECONDS:g}")
+
+
+def _check_schedule(schedule: ScheduleRequest) -> None:
+    delay = schedule.delay_seconds
+    if delay is not None and not 0 <= delay <= MAX_DELAY_SECONDS:  # NaN fails too
+        raise InvalidRequest("delay_seconds", f"must be from 0 to {MAX_DELAY_SECONDS:g}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +187,11 @@ class TaskService:
             seqs = await self._inserts.submit_many(tasks)
         except RejectedItems as rejected:
             index, error = next(iter(rejected.errors.items()))
-            raise error if len(tasks) == 1 else Conflict(f"tasks.{index}: {error}") from None
+            if len(tasks) == 1:
+                raise error from None
+            if isinstance(error, IdempotencyConflict):
+                raise IdempotencyConflict(f"tasks.{index}: {error}", error.task_id) from None
+            raise Conflict(f"tasks.{index}: {error}") from None
         self._on_committed()
         submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
         keyed = [i for i, t in enumerate(tasks) if t.idempotency is not None]
@@ -262,11 +291,8 @@ class TaskService:
         """Raise InvalidRequest naming the field at fault; return the encoded payload."""
         encoded = self._encode_payload(request.payload)
         self._check_type_payload(request.task_type, request.payload)
-        options = request.options
-        if not PRIORITY_MIN <= options.priority <= PRIORITY_MAX:  # keys pack it in 8 bits
-            raise InvalidRequest("priority", f"must be from {PRIORITY_MIN} to {PRIORITY_MAX}")
-        if options.backoff_max_seconds < options.backoff_base_seconds:
-            raise InvalidRequest("retry_backoff.max_seconds", "must be at least base_seconds")
+        _check_options(request.options)
+        _check_schedule(request.schedule)
         return encoded
 
     def _encode_payload(self, payload: Any) -> str:
@@ -420,14 +446,17 @@ class TaskService:
         return await self.get(task_id)
 
     async def pause(self, schedule_id: str) -> TaskView:
-        """Stop a recurring schedule: its pending instance is cancelled."""
-        schedule = await self._schedule(schedule_id)
-        if schedule.status == "cancelled":
+        """Stop a recurring schedule: its pending instance is cancelled (a running one
+        finishes, and the schedule does not advance past it)."""
+        await self._schedule(schedule_id)
+        paused = await self._store.set_schedule_status(
+            schedule_id, "paused", only_from={"active", "paused"}
+        )
+        if paused is None:
             raise Conflict(f"schedule {schedule_id} is cancelled")
-        paused = await self._store.set_schedule_status(schedule_id, "paused")
-        if paused is not None and paused.current_seq is not None:
+        if paused.current_seq is not None:
             current = await self._store.get_tasks([paused.current_seq])
-            if current:
+            if current and current[0].status is Status.PENDING:
                 await self._cancel_record(current[0], quiet=True)
         return await self.get(schedule_id)
 
@@ -437,10 +466,11 @@ class TaskService:
         schedule = await self._schedule(schedule_id)
         if schedule.status == "active":
             return await self.get(schedule_id)
-        if schedule.status != "paused":
-            raise Conflict(f"schedule {schedule_id} is {schedule.status}, not paused")
-        active = await self._store.set_schedule_status(schedule_id, "active")
-        assert active is not None
+        active = await self._store.set_schedule_status(schedule_id, "active", only_from={"paused"})
+        if active is None:  # resumed or cancelled just before
+            if (await self._schedule(schedule_id)).status == "active":
+                return await self.get(schedule_id)
+            raise Conflict(f"schedule {schedule_id} is cancelled, not paused")
         now = self._clock.now_ms()
         nxt = instance_of(active, first_due_ms(active, now), now, self._partitions)
         if (await self._store.advance_schedules([(active, nxt, None)]))[0] is None:

@@ -139,7 +139,12 @@ class ScheduleStore(Protocol):
         check looks at. Returns the new seq, or None where the compare-and-set lost."""
         ...
 
-    async def set_schedule_status(self, schedule_id: str, status: str) -> ScheduleRecord | None: ...
+    async def set_schedule_status(
+        self, schedule_id: str, status: str, *, only_from: Collection[str] | None = None
+    ) -> ScheduleRecord | None:
+        """Set the status, if the schedule's is one of `only_from` (when given), in one
+        step; the schedule as now stored, or None when there is none or it did not match."""
+        ...
 
 
 class LeaseStore(Protocol):

@@ -151,7 +151,9 @@ SET status = 'cancelled', version = version + 1, completed_at = :now, last_error
 WHERE seq = :seq AND status = 'pending';
 
 -- name: set_schedule_status
-UPDATE schedules SET status = :status, version = version + 1 WHERE schedule_id = :schedule_id;
+UPDATE schedules SET status = :status, version = version + 1
+WHERE schedule_id = :schedule_id
+  AND (:only_from IS NULL OR status IN (SELECT value FROM json_each(:only_from)));
 
 -- name: acquire_leases
 UPDATE partition_leases

@@ -234,11 +234,17 @@ class SqliteStore:
 
         return await self._writer.transaction(work, acknowledged=False)
 
-    async def set_schedule_status(self, schedule_id: str, status: str) -> ScheduleRecord | None:
+    async def set_schedule_status(
+        self, schedule_id: str, status: str, *, only_from: Collection[str] | None = None
+    ) -> ScheduleRecord | None:
+        only = json.dumps(list(only_from)) if only_from is not None else None
+        params = {"status": status, "schedule_id": schedule_id, "only_from": only}
+
         def work(db: sqlite3.Connection) -> ScheduleRecord | None:
-            db.execute(q("set_schedule_status"), {"status": status, "schedule_id": schedule_id})
+            if not db.execute(q("set_schedule_status"), params).rowcount:
+                return None
             row = db.execute(q("get_schedule"), (schedule_id,)).fetchone()
-            return _schedule(row) if row else None
+            return _schedule(row)
 
         return await self._writer.transaction(work)
 
