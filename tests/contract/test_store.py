@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tickwheel.errors import IdempotencyConflict, RejectedItems
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
     Finish,
+    Idempotency,
     NewTask,
     Outcome,
     ScheduleRecord,
@@ -182,6 +184,44 @@ async def test_insert_returns_increasing_seqs_in_batch_order(store: Store) -> No
         assert record is not None
         assert record.seq == seq
     assert await store.max_seq() == seqs[-1]
+
+
+def keyed(name: object, key: str, request: str = "same", since: int = T0 - DAY) -> NewTask:
+    return replace(new_task(name), idempotency=Idempotency(key, request, since))
+
+
+async def test_an_idempotent_repeat_is_held_by_the_original(store: Store) -> None:
+    (first,) = await store.insert_tasks_with_holders([keyed("a", "k")])
+    held = await store.insert_tasks_with_holders(
+        [keyed("b", "k"), keyed("c", "other"), new_task("d")]
+    )
+
+    assert first.task_id == "task-a"
+    assert [h.task_id for h in held] == ["task-a", "task-c", "task-d"]
+    assert held[0].seq == first.seq
+    assert await store.get_task("task-b") is None  # a repeat writes nothing
+    # Two requests with one key in one call: the first is made, the second repeats it.
+    twins = await store.insert_tasks_with_holders([keyed("e", "twin"), keyed("f", "twin")])
+    assert [h.task_id for h in twins] == ["task-e", "task-e"]
+
+
+async def test_a_key_held_for_another_request_rejects_the_whole_call(store: Store) -> None:
+    await store.insert_tasks([keyed("a", "k")])
+
+    with pytest.raises(RejectedItems) as rejected:
+        await store.insert_tasks([new_task("b"), keyed("c", "k", request="different")])
+
+    assert list(rejected.value.errors) == [1]
+    error = rejected.value.errors[1]
+    assert isinstance(error, IdempotencyConflict) and error.task_id == "task-a"
+    assert await store.get_task("task-b") is None
+
+
+async def test_a_key_is_free_again_after_its_window(store: Store) -> None:
+    await store.insert_tasks([keyed("a", "k")])
+    # `since` past the first task's creation: its key has expired.
+    (held,) = await store.insert_tasks_with_holders([keyed("b", "k", "new", since=T0)])
+    assert held.task_id == "task-b"
 
 
 async def test_a_failing_batch_commits_nothing(store: Store) -> None:

@@ -39,7 +39,7 @@ from tickwheel.models import (
     TaskOptions,
     TaskRecord,
 )
-from tickwheel.storage.base import Store, TaskFilter
+from tickwheel.storage.base import Held, Store, TaskFilter
 
 MAX_CANCEL_RACES = 5
 MAX_PAYLOAD_DEPTH = 64
@@ -158,7 +158,7 @@ class TaskService:
         self._local_watermark = local_watermark
         self.max_payload_bytes = max_payload_bytes
         self.idempotency_window_ms = round(idempotency_window_seconds * 1000)
-        self._inserts: Batcher[NewTask, int] = Batcher(store.insert_tasks)
+        self._inserts: Batcher[NewTask, Held] = Batcher(store.insert_tasks_with_holders)
 
     # -- submit --------------------------------------------------------------
 
@@ -184,7 +184,7 @@ class TaskService:
         if problems:
             raise InvalidBatch(problems)
         try:
-            seqs = await self._inserts.submit_many(tasks)
+            held = await self._inserts.submit_many(tasks)
         except RejectedItems as rejected:
             index, error = next(iter(rejected.errors.items()))
             if len(tasks) == 1:
@@ -194,21 +194,23 @@ class TaskService:
             raise Conflict(f"tasks.{index}: {error}") from None
         self._on_committed()
         submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
-        keyed = [i for i, t in enumerate(tasks) if t.idempotency is not None]
-        if keyed:
-            await self._point_duplicates_at_originals(submitted, seqs, keyed)
+        repeats = [
+            i for i, (t, h) in enumerate(zip(tasks, held, strict=True)) if h.task_id != t.task_id
+        ]
+        if repeats:
+            await self._point_repeats_at_originals(submitted, held, repeats)
         return submitted
 
-    async def _point_duplicates_at_originals(
-        self, submitted: list[Submitted], seqs: list[int], keyed: list[int]
+    async def _point_repeats_at_originals(
+        self, submitted: list[Submitted], held: list[Held], repeats: list[int]
     ) -> None:
-        """The store answered a repeated key with the original task's seq: answer with
-        that task, as it is now. Only tasks that carried a key are read back."""
-        records = await self._store.get_tasks({seqs[i] for i in keyed})
+        """The store answered a repeated key with the original task: answer with that
+        task, as it is now."""
+        records = await self._store.get_tasks({held[i].seq for i in repeats})
         views = {v.record.seq: v for v in await self._views(records) if v.record}
-        for i in keyed:
-            view = views[seqs[i]]
-            if view.task_id != submitted[i].task_id and view.record is not None:
+        for i in repeats:
+            view = views[held[i].seq]
+            if view.record is not None:
                 submitted[i] = Submitted(
                     view.task_id, view.status, view.record.due_ms, duplicate=True
                 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from tickwheel.models import (
     ClaimedTask,
@@ -30,6 +30,11 @@ class TaskFilter:
     schedule_id: str | None = None
 
 
+class Held(NamedTuple):
+    seq: int
+    task_id: str
+
+
 # (schedule, its next instance, (seq, reason) of an instance to skip or None)
 Advance = tuple[ScheduleRecord, NewTask, tuple[int, str] | None]
 
@@ -43,6 +48,11 @@ class TaskStore(Protocol):
         for a different request makes the whole call raise `RejectedItems` (indexes ->
         `IdempotencyConflict`) and write nothing. Keys are taken with a unique
         constraint, so concurrent duplicates cannot both win."""
+        ...
+
+    async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
+        """`insert_tasks`, answering for each task its seq and the id of the task that
+        holds it: its own, or for an idempotent repeat the original's."""
         ...
 
     async def get_task(self, task_id: str) -> TaskRecord | None: ...

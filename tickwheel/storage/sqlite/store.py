@@ -26,7 +26,7 @@ from tickwheel.models import (
     TaskRecord,
     WheelEntry,
 )
-from tickwheel.storage.base import Advance, TaskFilter, TokenRecord
+from tickwheel.storage.base import Advance, Held, TaskFilter, TokenRecord
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
 
@@ -67,6 +67,9 @@ class SqliteStore:
     # -- tasks ---------------------------------------------------------------
 
     async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
+        return [held.seq for held in await self.insert_tasks_with_holders(tasks)]
+
+    async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
         return await self._writer.transaction(lambda db: _insert_tasks(db, tasks))
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
@@ -337,7 +340,7 @@ def _task_params(t: NewTask) -> list[Any]:
     ]
 
 
-def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[int]:
+def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held]:
     originals = _take_idempotency_keys(db, tasks)  # index -> task_id first made for it
     fresh = [t for i, t in enumerate(tasks) if i not in originals]
     seqs = _insert_task_rows(db, [_task_params(t) for t in fresh])
@@ -345,7 +348,8 @@ def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[int]
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update(db.execute(q("seqs_of"), (json.dumps(older),)).fetchall())
-    return [seq_of[originals.get(i, t.task_id)] for i, t in enumerate(tasks)]
+    holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
+    return [Held(seq_of[holder], holder) for holder in holders]
 
 
 def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
