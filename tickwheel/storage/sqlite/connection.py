@@ -138,6 +138,16 @@ def migrate(db: sqlite3.Connection) -> list[str]:
 
 
 def _statements(script: str) -> list[str]:
-    """Split a migration into statements (no triggers or strings with ';' in our schema)."""
-    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    """Split a migration into statements; SQLite itself says where one ends (a trigger's
+    body holds semicolons)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        if not current and line.lstrip().startswith("--"):
+            continue
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())  # incomplete: executing it names the fault
+    return statements

@@ -56,7 +56,12 @@ CREATE TABLE tasks (
     started_at        INTEGER,
     completed_at      INTEGER,
     last_error        TEXT,
-    idempotency_key   TEXT
+    idempotency_key   TEXT,
+    workflow_id       TEXT,
+    node_name         TEXT,
+    -- Set when another task waits on this one: reaching a final state then queues
+    -- the news for the dependency resolver (the trigger below).
+    has_dependents    INTEGER NOT NULL DEFAULT 0
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.
@@ -68,6 +73,7 @@ CREATE INDEX tasks_running_lease ON tasks (lease_expires_at) WHERE status = 'run
 CREATE INDEX tasks_status ON tasks (status, seq);
 CREATE INDEX tasks_type ON tasks (task_type, seq);
 CREATE INDEX tasks_schedule ON tasks (schedule_id, seq) WHERE schedule_id IS NOT NULL;
+CREATE INDEX tasks_workflow ON tasks (workflow_id, seq) WHERE workflow_id IS NOT NULL;
 
 -- One row per attempt, written when the attempt ends.
 CREATE TABLE executions (
@@ -115,3 +121,42 @@ CREATE TABLE api_tokens (
     created_at  INTEGER NOT NULL,
     revoked_at  INTEGER
 );
+
+-- Workflows: tasks submitted together that refer to each other by name.
+CREATE TABLE workflows (
+    workflow_id  TEXT PRIMARY KEY,
+    name         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL
+);
+
+-- A task that waits on others (seed 002 section 8): it runs once every predecessor has
+-- succeeded. The count only grows, by one per edge, never past the total.
+CREATE TABLE task_dependencies (
+    task_seq            INTEGER PRIMARY KEY REFERENCES tasks (seq),
+    total_predecessors  INTEGER NOT NULL,
+    satisfied_count     INTEGER NOT NULL DEFAULT 0
+);
+
+-- Each predecessor -> dependent pair: waiting, then satisfied or failed, exactly once.
+CREATE TABLE task_edges (
+    predecessor_seq  INTEGER NOT NULL,
+    dependent_seq    INTEGER NOT NULL,
+    state            TEXT NOT NULL DEFAULT 'waiting',
+    PRIMARY KEY (predecessor_seq, dependent_seq)
+) WITHOUT ROWID;
+
+CREATE INDEX task_edges_dependent ON task_edges (dependent_seq);
+
+-- Tasks with dependents that reached a final state, not yet told to their dependents:
+-- written in the transaction that ends the task, so no completion is ever missed.
+CREATE TABLE propagations (
+    seq  INTEGER PRIMARY KEY
+);
+
+CREATE TRIGGER tasks_final_with_dependents AFTER UPDATE OF status ON tasks
+WHEN NEW.has_dependents = 1
+    AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+    AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+BEGIN
+    INSERT OR IGNORE INTO propagations (seq) VALUES (NEW.seq);
+END;
