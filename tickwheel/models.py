@@ -6,6 +6,7 @@ converts them to ISO 8601 at its edge.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -50,6 +51,7 @@ class SubmitOptions(TypedDict, total=False):
     retry_backoff: tuple[float, float]  # (base_seconds, max_seconds)
     timeout_seconds: float
     idempotency_key: str  # a repeat within the window returns the first task
+    dependencies: Sequence[str]  # task ids that must succeed first
 
 
 SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
@@ -58,6 +60,7 @@ SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
 MAX_DELAY_SECONDS = 10 * 366 * 86400.0
 MAX_JITTER_SECONDS = 86400
 MAX_TIMEOUT_SECONDS = 86400.0
+MAX_DEPENDENCIES = 10_000  # task ids one task may wait on
 
 
 class ScheduleType(StrEnum):
@@ -110,6 +113,10 @@ class NewTask:
     schedule_id: str | None = None
     encoded_payload: str | None = None  # the payload as JSON, when already encoded
     idempotency: Idempotency | None = None
+    # Task ids this one waits on: it runs only after every one of them succeeded.
+    predecessors: tuple[str, ...] = ()
+    workflow_id: str | None = None
+    node_name: str | None = None  # its name within its workflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +141,8 @@ class TaskRecord:
     worker_id: str | None
     last_error: str | None
     idempotency_key: str | None = None
+    workflow_id: str | None = None
+    node_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,12 @@ from pydantic import Strict as StrictValues
 
 from tickwheel.core import cron
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
-from tickwheel.models import MAX_DELAY_SECONDS, MAX_JITTER_SECONDS, MAX_TIMEOUT_SECONDS
+from tickwheel.models import (
+    MAX_DELAY_SECONDS,
+    MAX_DEPENDENCIES,
+    MAX_JITTER_SECONDS,
+    MAX_TIMEOUT_SECONDS,
+)
 
 # Numbers and flags are strict: JSON `true` is not 1, and "5" is not 5.
 StrictInt = Annotated[int, StrictValues()]
@@ -108,6 +113,12 @@ class TaskIn(Strict):
         max_length=256,
         description="Repeating a request with the same key (per task type) within the "
         "window returns the task first created for it instead of a second task.",
+    )
+    dependencies: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list,
+        max_length=MAX_DEPENDENCIES,
+        description="Task ids that must succeed first: until then the task is blocked; if "
+        "one fails for good or is cancelled, it ends upstream_failed without running.",
     )
 
 

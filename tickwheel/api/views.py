@@ -38,7 +38,14 @@ def task_request(body: TaskIn, node: Node) -> TaskRequest:
         misfire=s.misfire_policy,
         overlap=s.overlap_policy,
     )
-    return TaskRequest(body.task_type, body.payload, schedule, options, body.idempotency_key)
+    return TaskRequest(
+        body.task_type,
+        body.payload,
+        schedule,
+        options,
+        body.idempotency_key,
+        tuple(body.dependencies),
+    )
 
 
 def task_out(view: TaskView) -> TaskOut:

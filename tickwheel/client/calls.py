@@ -93,6 +93,8 @@ def task_body(
     for name in ("queue", "priority", "max_retries", "timeout_seconds", "idempotency_key"):
         if name in options:
             body[name] = options[name]  # type: ignore[literal-required]
+    if "dependencies" in options:
+        body["dependencies"] = list(options["dependencies"])
     if "retry_backoff" in options:
         base, cap = options["retry_backoff"]
         body["retry_backoff"] = {"base_seconds": base, "max_seconds": cap}

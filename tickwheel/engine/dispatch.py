@@ -9,7 +9,7 @@ of the attempt that replaced it. Ends of attempts from all workers are group-com
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tickwheel.clock import Clock
 from tickwheel.engine import attempts
@@ -32,6 +32,7 @@ class Dispatcher:
         clock: Clock,
         partitions: int,
         lease_seconds: float = 30.0,
+        on_ended: Callable[[], None] = lambda: None,
     ) -> None:
         self._store = store
         self._trigger = trigger
@@ -40,6 +41,7 @@ class Dispatcher:
         self.lease_ms = round(lease_seconds * 1000)
         self._finishes: Batcher[Finish, bool] = Batcher(self._write_finishes)
         self.ended = 0  # attempts ended here: the drain rate admission control reads
+        self._on_ended = on_ended
 
     async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
         if not items:
@@ -105,4 +107,5 @@ class Dispatcher:
     async def _write_finishes(self, ends: list[Finish]) -> list[bool]:
         written = await self._store.finish(ends)
         self.ended += sum(written)
+        self._on_ended()
         return written

@@ -21,6 +21,7 @@ from tickwheel.config import Settings
 from tickwheel.core import cron
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.engine.admission import Admission
+from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
@@ -88,12 +89,16 @@ class Node:
             node_id=self.node_id,
             ttl_seconds=s.partition_lease_seconds,
         )
+        self.resolver = DependencyResolver(
+            store=self.store, clock=self.clock, on_unblocked=self.trigger.poke
+        )
         self.dispatcher = Dispatcher(
             store=self.store,
             trigger=self.trigger,
             clock=self.clock,
             partitions=partitions,
             lease_seconds=s.lease_seconds,
+            on_ended=self.resolver.nudge,
         )
         self.reaper = Reaper(
             store=self.store, dispatcher=self.dispatcher, trigger=self.trigger, clock=self.clock
@@ -104,6 +109,7 @@ class Node:
             partitions=partitions,
             on_committed=self.trigger.poke,
             on_cancelled=self.trigger.forget,
+            on_ended=self.resolver.nudge,
             check_payload=self._check_payload,
             local_watermark=self._local_watermark,
             max_payload_bytes=s.max_payload_bytes,
@@ -129,9 +135,10 @@ class Node:
         )
         await self.trigger.start()
         await self.leases.renew()
+        await self.resolver.resolve()  # news of tasks that ended just before a crash
         await self.trigger.load_once()
         self._spawn(self.trigger.run_loader(), self.trigger.run_trigger(), self.leases.run())
-        self._spawn(self.reaper.run())
+        self._spawn(self.reaper.run(), self.resolver.run())
         if self._run_worker:
             self._spawn(self.worker.run())
         log.info(
@@ -205,9 +212,13 @@ class Node:
             backoff_max_seconds=cap,
             timeout_seconds=options.get("timeout_seconds"),
         )
-        schedule = _schedule_of(options)
         return TaskRequest(
-            task_type, payload, schedule, task_options, options.get("idempotency_key")
+            task_type,
+            payload,
+            _schedule_of(options),
+            task_options,
+            options.get("idempotency_key"),
+            tuple(options.get("dependencies", ())),
         )
 
     def default_options(self, task_type: str, **given: Any) -> TaskOptions:

@@ -29,6 +29,7 @@ from tickwheel.errors import (
 from tickwheel.ids import new_id, partition_of
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
+    MAX_DEPENDENCIES,
     MAX_TIMEOUT_SECONDS,
     ExecutionRecord,
     Idempotency,
@@ -55,6 +56,7 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
         [str(s.type), s.due_ms, s.delay_seconds, cron, str(s.misfire), str(s.overlap)],
         [o.queue, o.priority, o.max_retries, o.backoff_base_seconds, o.backoff_max_seconds],
         o.timeout_seconds,
+        sorted(request.dependencies),
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -113,6 +115,7 @@ class TaskRequest:
     )
     options: TaskOptions = field(default_factory=TaskOptions)
     idempotency_key: str | None = None
+    dependencies: tuple[str, ...] = ()  # task ids that must succeed first
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,7 @@ class TaskService:
         partitions: int,
         on_committed: Callable[[], None] = lambda: None,
         on_cancelled: Callable[[TaskRecord], None] = lambda _: None,
+        on_ended: Callable[[], None] = lambda: None,
         check_payload: Callable[[str, Any], None] = lambda task_type, payload: None,
         local_watermark: Callable[[int], int | None] = lambda _: None,
         max_payload_bytes: int = 256 * 1024,
@@ -154,6 +158,7 @@ class TaskService:
         self._partitions = partitions
         self._on_committed = on_committed
         self._on_cancelled = on_cancelled
+        self._on_ended = on_ended  # a task ended here: its dependents may be told
         self._check_type_payload = check_payload
         self._local_watermark = local_watermark
         self.max_payload_bytes = max_payload_bytes
@@ -223,6 +228,8 @@ class TaskService:
             raise InvalidRequest(
                 "schedule.type", "cron tasks are submitted one at a time (POST /api/tasks)"
             )
+        if len(request.dependencies) > MAX_DEPENDENCIES:
+            raise InvalidRequest("dependencies", f"at most {MAX_DEPENDENCIES} task ids")
         due = now_ms
         if schedule.type is ScheduleType.DELAYED:
             if schedule.due_ms is not None:
@@ -243,10 +250,13 @@ class TaskService:
             options=request.options,
             encoded_payload=encoded,
             idempotency=idempotency,
+            predecessors=request.dependencies,
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
         encoded = self._check(request)
+        if request.dependencies:
+            raise InvalidRequest("dependencies", "a cron task cannot wait on other tasks")
         cron = request.schedule.cron
         if cron is None:
             raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")
@@ -405,6 +415,7 @@ class TaskService:
             if await self._store.cancel(record.seq, record.version, self._clock.now_ms()):
                 if record.status is Status.PENDING:
                     self._on_cancelled(record)
+                self._on_ended()
                 return True
             fresh = await self._store.get_task(record.task_id)
             assert fresh is not None

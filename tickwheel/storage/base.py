@@ -30,6 +30,14 @@ class TaskFilter:
     schedule_id: str | None = None
 
 
+class Propagated(NamedTuple):
+    """One round of the dependency resolver."""
+
+    unblocked: int  # dependents whose last predecessor succeeded: now pending
+    upstream_failed: int  # dependents of a task that failed or was cancelled
+    more: bool  # ended tasks are still waiting to be propagated
+
+
 class Held(NamedTuple):
     seq: int
     task_id: str
@@ -56,6 +64,18 @@ class TaskStore(Protocol):
         ...
 
     async def get_task(self, task_id: str) -> TaskRecord | None: ...
+
+    async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
+        """Tell the dependents of up to `limit` tasks that ended (queued in the
+        transaction that ended them): in one transaction, each edge is settled once,
+        counters grow within their bounds, freed dependents become pending due now and
+        dependents of a failed or cancelled task become `upstream_failed`. Doing it
+        twice changes nothing."""
+        ...
+
+    async def has_propagations(self) -> bool:
+        """Whether ended tasks wait to be propagated (a read, cheap when idle)."""
+        ...
 
     async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]: ...
 

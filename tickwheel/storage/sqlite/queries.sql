@@ -6,10 +6,61 @@
 
 -- name: insert_task
 INSERT INTO tasks (
-    seq, mark, task_id, partition, task_type, payload, status, schedule_type, schedule_id,
+    seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
-    due_time, created_at, idempotency_key
-) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    due_time, created_at, idempotency_key, workflow_id, node_name, status, completed_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: statuses_of
+SELECT task_id, seq, status FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
+
+-- name: insert_dependency
+INSERT INTO task_dependencies (task_seq, total_predecessors, satisfied_count) VALUES (?, ?, ?);
+
+-- name: insert_edge
+INSERT OR IGNORE INTO task_edges (predecessor_seq, dependent_seq, state) VALUES (?, ?, ?);
+
+-- name: mark_has_dependents
+UPDATE tasks SET has_dependents = 1
+WHERE seq IN (SELECT value FROM json_each(?)) AND has_dependents = 0;
+
+-- name: take_propagations
+-- Predecessors that reached a final state, their dependents not yet told.
+SELECT p.seq, t.task_id, t.status FROM propagations AS p JOIN tasks AS t ON t.seq = p.seq
+ORDER BY p.seq LIMIT :limit;
+
+-- name: settle_edges
+-- Each edge changes once, so a propagation done twice counts nothing twice.
+UPDATE task_edges SET state = :state
+WHERE predecessor_seq IN (SELECT value FROM json_each(:seqs)) AND state = 'waiting'
+RETURNING predecessor_seq, dependent_seq;
+
+-- name: count_satisfied
+-- The seed's bounded increment: never past the total. Returns the dependents now free.
+UPDATE task_dependencies SET satisfied_count = satisfied_count + c.n
+FROM (SELECT value ->> 0 AS dseq, value ->> 1 AS n FROM json_each(:counts)) AS c
+WHERE task_seq = c.dseq AND satisfied_count + c.n <= total_predecessors
+RETURNING task_seq, satisfied_count = total_predecessors;
+
+-- name: unblock
+-- Due now (or at its own later due time), with a new mark for the loader to find.
+UPDATE tasks
+SET status = 'pending', version = version + 1, mark = u.mark, due_time = MAX(due_time, :now)
+FROM (SELECT value ->> 0 AS useq, value ->> 1 AS mark FROM json_each(:tasks)) AS u
+WHERE tasks.seq = u.useq AND +tasks.status = 'blocked';
+
+-- name: fail_upstream
+UPDATE tasks
+SET status = 'upstream_failed', version = version + 1, completed_at = :now,
+    last_error = f.error
+FROM (SELECT value ->> 0 AS fseq, value ->> 1 AS error FROM json_each(:tasks)) AS f
+WHERE tasks.seq = f.fseq AND +tasks.status = 'blocked';
+
+-- name: forget_propagations
+DELETE FROM propagations WHERE seq IN (SELECT value FROM json_each(?));
+
+-- name: has_propagations
+SELECT EXISTS (SELECT 1 FROM propagations);
 
 -- name: take_idempotency_key
 -- Ours if the key is free or its holder is older than the window; the primary key

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tickwheel.errors import IdempotencyConflict, RejectedItems, TickwheelError
+from tickwheel.errors import IdempotencyConflict, InvalidRequest, RejectedItems, TickwheelError
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -26,7 +27,7 @@ from tickwheel.models import (
     TaskRecord,
     WheelEntry,
 )
-from tickwheel.storage.base import Advance, Held, TaskFilter, TokenRecord
+from tickwheel.storage.base import Advance, Held, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
 
@@ -71,6 +72,15 @@ class SqliteStore:
 
     async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
         return await self._writer.transaction(lambda db: _insert_tasks(db, tasks))
+
+    async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
+        return await self._writer.transaction(
+            lambda db: _propagate(db, now_ms, limit), acknowledged=False
+        )
+
+    async def has_propagations(self) -> bool:
+        row = await self._reader.run(lambda db: db.execute(q("has_propagations")).fetchone())
+        return bool(row[0])
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
         row = await self._reader.run(lambda db: db.execute(q("get_task"), (task_id,)).fetchone())
@@ -325,7 +335,7 @@ class SqliteStore:
 # -- rows <-> records ----------------------------------------------------------
 
 
-def _task_params(t: NewTask) -> list[Any]:
+def _task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
     return [
         t.task_id,
         t.partition,
@@ -337,19 +347,128 @@ def _task_params(t: NewTask) -> list[Any]:
         t.due_ms,
         t.created_ms,
         t.idempotency.key if t.idempotency else None,
+        t.workflow_id,
+        t.node_name,
+        str(status),
+        t.created_ms if status.is_final else None,
     ]
 
 
 def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held]:
     originals = _take_idempotency_keys(db, tasks)  # index -> task_id first made for it
-    fresh = [t for i, t in enumerate(tasks) if i not in originals]
-    seqs = _insert_task_rows(db, [_task_params(t) for t in fresh])
+    fresh_at = [i for i in range(len(tasks)) if i not in originals]
+    fresh = [tasks[i] for i in fresh_at]
+    graph = _Dependencies(db, fresh, fresh_at)
+    seqs = _insert_task_rows(
+        db, [_task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
+    )
+    graph.link(seqs)
     seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update(db.execute(q("seqs_of"), (json.dumps(older),)).fetchall())
     holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
     return [Held(seq_of[holder], holder) for holder in holders]
+
+
+class _Dependencies:
+    """The tasks of one insert that wait on others: the state each starts in, then the
+    edges and counters that the dependency resolver works from.
+
+    A predecessor in the same insert must come before its dependents (a workflow is
+    inserted in topological order); others are read in the insert's transaction, so a
+    predecessor that ends meanwhile is either seen ended or tells its dependents later.
+    """
+
+    def __init__(self, db: sqlite3.Connection, tasks: Sequence[NewTask], at: Sequence[int]):
+        self._db = db
+        self._tasks = tasks
+        outside = {p for t in tasks for p in t.predecessors}
+        if not outside:
+            self.statuses = [Status.PENDING] * len(tasks)
+            return
+        rows = db.execute(q("statuses_of"), (json.dumps(sorted(outside)),)).fetchall()
+        self._known = {task_id: (seq, Status(status)) for task_id, seq, status in rows}
+        self.statuses = []
+        unknown: dict[int, TickwheelError] = {}
+        for index, t in zip(at, tasks, strict=True):
+            missing = [p for p in t.predecessors if p not in self._known]
+            if missing:
+                reason = f"no task has the id {missing[0]}"
+                unknown[index] = InvalidRequest("dependencies", reason)
+            states = [self._known[p][1] for p in t.predecessors if p in self._known]
+            status = _start_status(states)
+            self.statuses.append(status)
+            self._known[t.task_id] = (-1, status)  # its seq comes with the insert
+        if unknown:
+            raise RejectedItems(unknown)
+
+    def link(self, seqs: Sequence[int]) -> None:
+        if all(not t.predecessors for t in self._tasks):
+            return
+        for t, seq in zip(self._tasks, seqs, strict=True):
+            self._known[t.task_id] = (seq, self._known[t.task_id][1])
+        counters: list[tuple[int, int, int]] = []
+        edges: list[tuple[int, int, str]] = []
+        watched: set[int] = set()
+        for t, seq, status in zip(self._tasks, seqs, self.statuses, strict=True):
+            predecessors = [self._known[p] for p in dict.fromkeys(t.predecessors)]
+            for pseq, pstatus in predecessors:
+                edges.append((pseq, seq, _edge_state(pstatus)))
+            if status is Status.BLOCKED:
+                done = sum(pstatus is Status.SUCCEEDED for _, pstatus in predecessors)
+                counters.append((seq, len(predecessors), done))
+                watched.update(p for p, s in predecessors if not s.is_final)
+        self._db.executemany(q("insert_edge"), edges)
+        self._db.executemany(q("insert_dependency"), counters)
+        self._db.execute(q("mark_has_dependents"), (json.dumps(sorted(watched)),))
+
+
+def _start_status(predecessors: Sequence[Status]) -> Status:
+    if any(s.is_final and s is not Status.SUCCEEDED for s in predecessors):
+        return Status.UPSTREAM_FAILED
+    if all(s is Status.SUCCEEDED for s in predecessors):
+        return Status.PENDING
+    return Status.BLOCKED
+
+
+def _edge_state(predecessor: Status) -> str:
+    if predecessor is Status.SUCCEEDED:
+        return "satisfied"
+    return "failed" if predecessor.is_final else "waiting"
+
+
+def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
+    """Tell the dependents of tasks that ended: free those whose last predecessor
+    succeeded, fail those whose predecessor did not (their own dependents follow in a
+    later round, queued by the same trigger)."""
+    ended = db.execute(q("take_propagations"), {"limit": limit}).fetchall()
+    if not ended:
+        return Propagated(0, 0, more=False)
+    ok = [seq for seq, _, status in ended if status == Status.SUCCEEDED]
+    failed = {seq: (task_id, status) for seq, task_id, status in ended if seq not in ok}
+    unblocked = upstream_failed = 0
+    if ok:
+        settled = db.execute(q("settle_edges"), {"seqs": json.dumps(ok), "state": "satisfied"})
+        counts = Counter(dependent for _, dependent in settled.fetchall())
+        counted = db.execute(q("count_satisfied"), {"counts": json.dumps(list(counts.items()))})
+        free = [seq for seq, complete in counted.fetchall() if complete]
+        marks = _take_marks(db, len(free))
+        params = {"tasks": json.dumps(list(zip(free, marks, strict=True))), "now": now_ms}
+        unblocked = db.execute(q("unblock"), params).rowcount
+    if failed:
+        settled = db.execute(
+            q("settle_edges"), {"seqs": json.dumps(list(failed)), "state": "failed"}
+        )
+        errors = {
+            dependent: "upstream task {} ended {}".format(*failed[predecessor])
+            for predecessor, dependent in settled.fetchall()
+        }
+        params = {"tasks": json.dumps(list(errors.items())), "now": now_ms}
+        upstream_failed = db.execute(q("fail_upstream"), params).rowcount
+    db.execute(q("forget_propagations"), (json.dumps([seq for seq, _, _ in ended]),))
+    more = db.execute(q("has_propagations")).fetchone()[0]
+    return Propagated(unblocked, upstream_failed, more=bool(more))
 
 
 def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
@@ -440,6 +559,8 @@ def _task(r: Sequence[Any]) -> TaskRecord:
         worker_id=r[22],
         last_error=r[23],
         idempotency_key=r[24],
+        workflow_id=r[25],
+        node_name=r[26],
     )
 
 

@@ -1,0 +1,69 @@
+"""The dependency resolver: when a task ends, tell the tasks that wait on it.
+
+The news is queued in the store by the very transaction that ends a task, so it cannot
+be lost: a crash after the end and before the news is told just leaves it queued, and
+the resolver tells it when the node starts again (seed 002 "DAG resolver misses a
+completion event"). Telling is idempotent, so telling twice is harmless.
+
+A dependent freed by its last predecessor becomes pending, due now, and the loader
+takes it to the wheel like any new task: the dispatch path does not change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from tickwheel.clock import Clock
+from tickwheel.storage.base import TaskStore
+from tickwheel.waiting import wait_event
+
+log = logging.getLogger(__name__)
+
+# Without a nudge, the resolver still looks this often (a task ended by another
+# process on the same store, say).
+IDLE_SECONDS = 1.0
+BATCH = 1000
+
+
+class DependencyResolver:
+    def __init__(
+        self,
+        *,
+        store: TaskStore,
+        clock: Clock,
+        on_unblocked: Callable[[], None],
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._on_unblocked = on_unblocked
+        self._idle_seconds = idle_seconds
+        self._nudged = asyncio.Event()
+
+    def nudge(self) -> None:
+        """Tasks ended here: some may have dependents."""
+        self._nudged.set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.resolve()
+            except Exception:
+                log.exception("dependency resolution failed; retrying")
+            await wait_event(self._nudged, self._idle_seconds)
+            self._nudged.clear()
+
+    async def resolve(self) -> int:
+        """Propagate everything queued; return how many dependents changed."""
+        changed = 0
+        if not await self._store.has_propagations():
+            return changed
+        while True:
+            done = await self._store.propagate(self._clock.now_ms(), limit=BATCH)
+            changed += done.unblocked + done.upstream_failed
+            if done.unblocked:
+                self._on_unblocked()
+            if not done.more:
+                return changed
