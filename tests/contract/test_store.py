@@ -971,3 +971,68 @@ async def test_priority_changes_only_while_pending(store: Store) -> None:
     assert (await get(store, seq)).options.priority == 9
     running = await claim(store, seq)
     assert await store.set_priority(seq, running.fence, 1) is False
+
+
+# -- dependencies ------------------------------------------------------------------
+
+
+def after(name: object, *predecessors: str) -> NewTask:
+    return replace(new_task(name), predecessors=predecessors)
+
+
+async def test_a_dependent_waits_for_every_predecessor_and_counts_each_once(store: Store) -> None:
+    a, b, c = await store.insert_tasks(
+        [new_task("a"), new_task("b"), after("c", "task-a", "task-b")]
+    )
+    assert (await get(store, c)).status is Status.BLOCKED
+    mark = await store.max_mark()
+
+    assert await store.finish([success(await claim(store, a), at=T0 + 1)]) == [True]
+    assert await store.has_propagations()
+    assert await store.propagate(T0 + 2) == (0, 0, False)
+    assert await store.propagate(T0 + 2) == (0, 0, False)  # again: nothing counted twice
+    assert not await store.has_propagations()
+    assert (await get(store, c)).status is Status.BLOCKED
+
+    assert await store.finish([success(await claim(store, b), at=T0 + 3)]) == [True]
+    assert await store.propagate(T0 + 4) == (1, 0, False)
+    freed = await get(store, c)
+    assert (freed.status, freed.due_ms) == (Status.PENDING, T0 + 4)  # due when freed
+    rows = await store.load_pending([0], due_after=None, due_until=T0 + DAY, mark_after=mark)
+    assert c in [r.seq for r in rows]  # the loader finds it like a new task
+
+
+async def test_a_failed_predecessor_fails_its_dependents_level_by_level(store: Store) -> None:
+    a, b, c = await store.insert_tasks([new_task("a"), after("b", "task-a"), after("c", "task-b")])
+    failed = replace(success(await claim(store, a), at=T0 + 1), status=Status.FAILED)
+    assert await store.finish([failed]) == [True]
+
+    assert await store.propagate(T0 + 2, limit=1) == (0, 1, True)  # b; c's news is queued
+    assert await store.propagate(T0 + 3, limit=1) == (0, 1, False)
+    for seq in (b, c):
+        record = await get(store, seq)
+        assert record.status is Status.UPSTREAM_FAILED and record.completed_ms is not None
+    assert "task-a" in ((await get(store, b)).last_error or "")
+
+
+async def test_dependencies_on_ended_tasks_are_settled_at_insert(store: Store) -> None:
+    ok, bad = await store.insert_tasks([new_task("ok"), new_task("bad")])
+    await store.finish([success(await claim(store, ok), at=T0 + 1)])
+    await store.cancel(bad, (await get(store, bad)).version, T0 + 1)
+
+    x, y, z = await store.insert_tasks(
+        [after("x", "task-ok"), after("y", "task-ok", "task-bad"), after("z", "task-x")]
+    )
+    assert [(await get(store, s)).status for s in (x, y, z)] == [
+        Status.PENDING,
+        Status.UPSTREAM_FAILED,
+        Status.BLOCKED,
+    ]
+    assert not await store.has_propagations()
+
+
+async def test_an_unknown_predecessor_rejects_the_insert(store: Store) -> None:
+    with pytest.raises(RejectedItems) as rejected:
+        await store.insert_tasks([new_task("fine"), after("orphan", "task-nowhere")])
+    assert list(rejected.value.errors) == [1]
+    assert await store.get_task("task-fine") is None

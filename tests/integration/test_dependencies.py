@@ -6,16 +6,20 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tickwheel import App, InvalidRequest, PermanentFailure, TaskContext
+from tickwheel.clock import SystemClock
 from tickwheel.config import Settings
+from tickwheel.engine import attempts
 from tickwheel.engine.node import Node
-from tickwheel.models import Status
+from tickwheel.models import NewTask, ScheduleType, Status
 from tickwheel.storage.base import TaskFilter
+from tickwheel.storage.sqlite.store import SqliteStore
 
 FINAL = {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.UPSTREAM_FAILED}
 
@@ -200,3 +204,31 @@ async def test_a_chain_of_1000(node: Node, runs: Runs) -> None:
     final = await settle(node, chain[-1], timeout=120)
     assert final[chain[-1]] is Status.SUCCEEDED
     assert runs.order == list(range(1000))
+
+
+async def test_an_end_not_yet_told_to_its_dependents_is_told_on_restart(
+    tmp_path: Path, runs: Runs
+) -> None:
+    """The state a crash leaves between a predecessor's end and its propagation: the
+    end is committed with its news queued. A node started on the file tells it."""
+    path = tmp_path / "crash.db"
+    store = SqliteStore(str(path), partitions=16)
+    await store.open()
+    now = SystemClock().now_ms()
+    first = NewTask("first", 0, "step", "first", ScheduleType.IMMEDIATE, now, now)
+    second = replace(first, task_id="second", payload="second", predecessors=("first",))
+    seq, _ = await store.insert_tasks([first, second])
+    (claimed,) = await store.claim([(seq, now)], now_ms=now, lease_ms=30_000, worker_id="gone")
+    assert await store.finish([attempts.succeeded(seq, claimed.fence, now)]) == [True]
+    assert await store.has_propagations()
+    await store.close()  # the process dies here
+
+    app = App()
+
+    @app.task("step")
+    async def step(ctx: TaskContext, payload: Any) -> None:
+        runs.order.append(payload)
+
+    async with Node(settings=Settings(database_url=f"sqlite:///{path}"), app=app) as node:
+        assert (await settle(node, "second"))["second"] is Status.SUCCEEDED
+    assert runs.order == ["second"]
