@@ -93,3 +93,37 @@ def test_two_processes_on_one_database_never_fire_a_task_twice(
     assert set(counts) == set(ids)
     assert max(counts.values()) == 1
     assert sorted(owned) == [0, 16], "one process holds every partition lease"
+
+
+def test_kill_9_while_a_chain_runs_leaves_no_dependent_stuck(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    """A chain of 60 tasks, each after the one before; the process is killed twice while
+    it runs. Every task still succeeds, each only after its predecessor was called."""
+    db = tmp_path / "chain.db"
+    for i in range(60):
+        target.delays[f"/step/{i}"] = 0.02
+    first = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    ids: list[str] = []
+    with first.client() as http:
+        for i in range(60):
+            after = {"dependencies": ids[-1:]} if ids else {}
+            ids.append(_submit(http, target, f"/step/{i}", delay=0.5 if not ids else 0, **after))
+    assert wait_for(lambda: len(target.calls) >= 10, timeout=20)
+    first.kill()  # mid-chain: one task running or just ended, its dependent not yet told
+    second = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    assert wait_for(lambda: len({c.path for c in target.calls}) >= 30, timeout=30)
+    second.kill()
+    third = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    with third.client() as http:
+        assert wait_for(
+            lambda: http.get(f"/api/tasks/{ids[-1]}").json()["status"] == "succeeded",
+            timeout=60,
+        )
+        statuses = {http.get(f"/api/tasks/{i}").json()["status"] for i in ids}
+    assert statuses == {"succeeded"}
+    first_call = {}
+    for call in target.calls:
+        first_call.setdefault(call.path, call.at)
+    starts = [first_call[f"/step/{i}"] for i in range(60)]
+    assert starts == sorted(starts)  # never before its predecessor
