@@ -146,6 +146,13 @@ class TaskRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowRecord:
+    workflow_id: str
+    name: str
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class WheelEntry:
     """What the loader needs to put a pending task on a wheel and route it when due."""
 

@@ -13,6 +13,7 @@ from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.routes import router
 from tickwheel.api.worker_routes import router as worker_router
+from tickwheel.api.workflow_routes import router as workflow_router
 from tickwheel.engine.node import Node
 from tickwheel.errors import Forbidden, Unauthorized
 
@@ -46,8 +47,12 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     app.add_exception_handler(Forbidden, auth_error)
     app.include_router(router)
     app.include_router(worker_router)
+    app.include_router(workflow_router)
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,
-        per_path={"/api/tasks/batch": node.settings.max_batch_bytes},
+        per_path={
+            "/api/tasks/batch": node.settings.max_batch_bytes,
+            "/api/workflows": node.settings.max_batch_bytes,
+        },
     )

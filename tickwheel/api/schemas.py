@@ -325,3 +325,52 @@ class HealthOut(BaseModel):
     wheel_size: int
     ready: dict[str, int]
     inflight: int
+
+
+class WorkflowTaskIn(TaskIn):
+    """A task of a workflow: a `POST /api/tasks` body with a name, whose `dependencies`
+    are the names of other tasks of the same workflow."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
+    dependencies: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list,
+        max_length=MAX_DEPENDENCIES,
+        description="Names of tasks of this workflow that must succeed first.",
+    )
+
+    @model_validator(mode="after")
+    def _no_key(self) -> WorkflowTaskIn:
+        if self.idempotency_key is not None:
+            raise ValueError("idempotency_key is not for the tasks of a workflow")
+        return self
+
+
+class WorkflowIn(Strict):
+    name: str = Field("workflow", min_length=1, max_length=128)
+    tasks: list[WorkflowTaskIn] = Field(min_length=1, max_length=MAX_BATCH_TASKS)
+
+
+class WorkflowNodeOut(BaseModel):
+    name: str
+    task_id: str
+    task_type: str
+    status: str
+    dependencies: list[str]
+    attempts: int
+    started_at: datetime | None
+    completed_at: datetime | None
+    last_error: str | None
+
+
+class WorkflowOut(BaseModel):
+    workflow_id: str
+    name: str
+    status: str = Field(description="running, succeeded, failed or cancelled")
+    created_at: datetime
+    counts: dict[str, int] = Field(description="How many of its tasks are in each status")
+    tasks: list[WorkflowNodeOut]
+
+
+class WorkflowCancelledOut(BaseModel):
+    ok: bool
+    cancelled: int

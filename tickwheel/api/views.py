@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tickwheel.api.schemas import (
     ExecutionOut,
     RetryBackoffOut,
     ScheduleOut,
     TaskIn,
     TaskOut,
+    WorkflowNodeOut,
+    WorkflowOut,
 )
 from tickwheel.clock import to_datetime, to_ms
 from tickwheel.core.cron import CronSpec
 from tickwheel.engine.node import Node
 from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskView
+from tickwheel.engine.workflows import NodeView, WorkflowView
 from tickwheel.models import ExecutionRecord, ScheduleType
 
 
-def task_request(body: TaskIn, node: Node) -> TaskRequest:
+def task_request(
+    body: TaskIn, node: Node, *, dependencies: Sequence[str] | None = None
+) -> TaskRequest:
+    """The engine's request for `body`; a workflow's tasks name their `dependencies`."""
     backoff = body.retry_backoff
     options = node.default_options(
         body.task_type,
@@ -44,7 +52,7 @@ def task_request(body: TaskIn, node: Node) -> TaskRequest:
         schedule,
         options,
         body.idempotency_key,
-        tuple(body.dependencies),
+        tuple(body.dependencies if dependencies is None else dependencies),
     )
 
 
@@ -105,4 +113,33 @@ def execution_out(e: ExecutionRecord) -> ExecutionOut:
         ended_at=ended,
         outcome=str(e.outcome),
         error=e.error,
+    )
+
+
+def workflow_out(view: WorkflowView) -> WorkflowOut:
+    created = to_datetime(view.record.created_ms)
+    assert created is not None
+    return WorkflowOut(
+        workflow_id=view.record.workflow_id,
+        name=view.record.name,
+        status=view.status,
+        created_at=created,
+        counts=view.counts,
+        tasks=[_node_out(n) for n in view.nodes],
+    )
+
+
+def _node_out(node: NodeView) -> WorkflowNodeOut:
+    r = node.task.record
+    assert r is not None
+    return WorkflowNodeOut(
+        name=node.name,
+        task_id=node.task.task_id,
+        task_type=r.task_type,
+        status=str(node.task.status),
+        dependencies=list(node.dependencies),
+        attempts=r.attempts,
+        started_at=to_datetime(r.started_ms),
+        completed_at=to_datetime(r.completed_ms),
+        last_error=r.last_error,
     )

@@ -29,6 +29,7 @@ from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.engine.workflows import WorkflowService
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import SUBMIT_OPTIONS, ScheduleType, SubmitOptions, TaskOptions
 from tickwheel.queue.memory import MemoryReadyQueue
@@ -114,6 +115,9 @@ class Node:
             local_watermark=self._local_watermark,
             max_payload_bytes=s.max_payload_bytes,
             idempotency_window_seconds=s.idempotency_window_seconds,
+        )
+        self.workflows = WorkflowService(
+            store=self.store, tasks=self.service, clock=self.clock, on_committed=self.trigger.poke
         )
         self.worker = Worker(
             app=self.app,

@@ -183,7 +183,7 @@ class TaskService:
         tasks, problems = [], []
         for index, request in enumerate(requests):
             try:
-                tasks.append(self._new_task(request, now))
+                tasks.append(self.new_task(request, now))
             except InvalidRequest as problem:
                 problems.append((index, problem))
         if problems:
@@ -212,7 +212,7 @@ class TaskService:
         """The store answered a repeated key with the original task: answer with that
         task, as it is now."""
         records = await self._store.get_tasks({held[i].seq for i in repeats})
-        views = {v.record.seq: v for v in await self._views(records) if v.record}
+        views = {v.record.seq: v for v in await self.views(records) if v.record}
         for i in repeats:
             view = views[held[i].seq]
             if view.record is not None:
@@ -220,7 +220,8 @@ class TaskService:
                     view.task_id, view.status, view.record.due_ms, duplicate=True
                 )
 
-    def _new_task(self, request: TaskRequest, now_ms: int) -> NewTask:
+    def new_task(self, request: TaskRequest, now_ms: int, task_id: str | None = None) -> NewTask:
+        """The task to store for `request`; raises InvalidRequest naming the field at fault."""
         encoded = self._check(request)
         idempotency = self._idempotency(request, encoded, now_ms)
         schedule = request.schedule
@@ -238,7 +239,7 @@ class TaskService:
                 due = now_ms + round(schedule.delay_seconds * 1000)
             else:
                 raise InvalidRequest("schedule", "a delayed task needs due_time or delay_seconds")
-        task_id = new_id()
+        task_id = task_id or new_id()
         return NewTask(
             task_id=task_id,
             partition=partition_of(task_id, self._partitions),
@@ -332,7 +333,7 @@ class TaskService:
     async def get(self, task_id: str) -> TaskView:
         record = await self._store.get_task(task_id)
         if record is not None:
-            return (await self._views([record]))[0]
+            return (await self.views([record]))[0]
         schedule = await self._store.get_schedule(task_id)
         if schedule is None:
             raise TaskNotFound(f"no task has the id {task_id}")
@@ -342,7 +343,7 @@ class TaskService:
             current = found[0] if found else None
         if schedule.status == "cancelled" or current is None:
             return TaskView(task_id, Status.CANCELLED, current, schedule)
-        view = (await self._views([current]))[0]
+        view = (await self.views([current]))[0]
         return replace(view, task_id=task_id, schedule=schedule)
 
     async def list_tasks(
@@ -354,7 +355,7 @@ class TaskService:
             # `ready` is stored as pending: read those, then keep the ones now derived ready.
             where = replace(where, statuses=(*wanted, Status.PENDING))
         records = await self._store.list_tasks(where, before_seq=before_seq, limit=limit)
-        views = await self._views(records)
+        views = await self.views(records)
         # The next page starts below the last row read, not the last row kept: a page
         # thinned by the derived-status filter must not end the listing early.
         cursor = records[-1].seq if len(records) == limit else None
@@ -374,7 +375,7 @@ class TaskService:
             task_seq=None, schedule_id=task_id, before_id=before_id, limit=limit
         )
 
-    async def _views(self, records: Sequence[TaskRecord]) -> list[TaskView]:
+    async def views(self, records: Sequence[TaskRecord]) -> list[TaskView]:
         marks: dict[int, int] = {}
         if any(r.status is Status.PENDING for r in records):
             marks = await self._store.watermarks()
@@ -400,13 +401,13 @@ class TaskService:
             if schedule is None or schedule.current_seq is None:
                 return 0
             current = await self._store.get_tasks([schedule.current_seq])
-            return int(bool(current) and await self._cancel_record(current[0], quiet=True))
+            return int(bool(current) and await self.cancel_record(current[0], quiet=True))
         record = await self._store.get_task(task_id)
         if record is None:
             raise TaskNotFound(f"no task has the id {task_id}")
-        return int(await self._cancel_record(record, quiet=False))
+        return int(await self.cancel_record(record, quiet=False))
 
-    async def _cancel_record(self, record: TaskRecord, *, quiet: bool) -> bool:
+    async def cancel_record(self, record: TaskRecord, *, quiet: bool) -> bool:
         for _ in range(MAX_CANCEL_RACES):
             if record.status.is_final:
                 if quiet or record.status is Status.CANCELLED:
@@ -470,7 +471,7 @@ class TaskService:
         if paused.current_seq is not None:
             current = await self._store.get_tasks([paused.current_seq])
             if current and current[0].status is Status.PENDING:
-                await self._cancel_record(current[0], quiet=True)
+                await self.cancel_record(current[0], quiet=True)
         return await self.get(schedule_id)
 
     async def resume(self, schedule_id: str) -> TaskView:

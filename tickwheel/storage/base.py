@@ -20,6 +20,7 @@ from tickwheel.models import (
     Status,
     TaskRecord,
     WheelEntry,
+    WorkflowRecord,
 )
 
 
@@ -71,6 +72,18 @@ class TaskStore(Protocol):
         counters grow within their bounds, freed dependents become pending due now and
         dependents of a failed or cancelled task become `upstream_failed`. Doing it
         twice changes nothing."""
+        ...
+
+    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> None:
+        """Commit a workflow with all its tasks in one transaction, predecessors first
+        (as `insert_tasks`, without idempotency keys)."""
+        ...
+
+    async def get_workflow(
+        self, workflow_id: str
+    ) -> tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None:
+        """The workflow, its tasks in insertion order, and its edges as
+        (predecessor seq, dependent seq), read together."""
         ...
 
     async def has_propagations(self) -> bool:

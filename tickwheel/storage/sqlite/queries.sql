@@ -59,6 +59,19 @@ WHERE tasks.seq = f.fseq AND +tasks.status = 'blocked';
 -- name: forget_propagations
 DELETE FROM propagations WHERE seq IN (SELECT value FROM json_each(?));
 
+-- name: insert_workflow
+INSERT INTO workflows (workflow_id, name, created_at) VALUES (?, ?, ?);
+
+-- name: get_workflow
+SELECT workflow_id, name, created_at FROM workflows WHERE workflow_id = ?;
+
+-- name: workflow_tasks
+SELECT {task_columns} FROM tasks WHERE workflow_id = ? ORDER BY seq;
+
+-- name: edges_into
+SELECT predecessor_seq, dependent_seq FROM task_edges
+WHERE dependent_seq IN (SELECT value FROM json_each(?));
+
 -- name: has_propagations
 SELECT EXISTS (SELECT 1 FROM propagations);
 

@@ -26,6 +26,7 @@ from tickwheel.models import (
     TaskOptions,
     TaskRecord,
     WheelEntry,
+    WorkflowRecord,
 )
 from tickwheel.storage.base import Advance, Held, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.sqlite.connection import Connection, migrate
@@ -77,6 +78,31 @@ class SqliteStore:
         return await self._writer.transaction(
             lambda db: _propagate(db, now_ms, limit), acknowledged=False
         )
+
+    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(
+                q("insert_workflow"), (workflow.workflow_id, workflow.name, workflow.created_ms)
+            )
+            _insert_tasks(db, tasks)
+
+        await self._writer.transaction(work)
+
+    async def get_workflow(
+        self, workflow_id: str
+    ) -> tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None:
+        def work(db: sqlite3.Connection) -> Any:
+            row = db.execute(q("get_workflow"), (workflow_id,)).fetchone()
+            if row is None:
+                return None
+            tasks = [_task(r) for r in db.execute(q("workflow_tasks"), (workflow_id,))]
+            seqs = json.dumps([t.seq for t in tasks])
+            edges = [tuple(e) for e in db.execute(q("edges_into"), (seqs,))]
+            return WorkflowRecord(*row), tasks, edges
+
+        found: tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None
+        found = await self._reader.run(work)
+        return found
 
     async def has_propagations(self) -> bool:
         row = await self._reader.run(lambda db: db.execute(q("has_propagations")).fetchone())

@@ -1,0 +1,150 @@
+"""Workflows: graphs of tasks submitted whole, whose tasks refer to each other by name.
+
+A workflow is checked (names, references, cycles) and stored in one transaction; its
+tasks then run like any others with dependencies. Its status is derived from theirs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from tickwheel.clock import Clock
+from tickwheel.core.dag import InvalidGraph, ordered
+from tickwheel.engine.tasks import TaskRequest, TaskService, TaskView
+from tickwheel.errors import InvalidBatch, InvalidRequest, TaskNotFound
+from tickwheel.ids import new_id
+from tickwheel.models import NewTask, Status, WorkflowRecord
+from tickwheel.storage.base import Store
+
+MAX_EDGES = 100_000
+ACTIVE = frozenset({Status.BLOCKED, Status.PENDING, Status.READY, Status.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowNode:
+    name: str
+    request: TaskRequest  # its `dependencies` are names of other nodes
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    task: TaskView
+    dependencies: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowView:
+    record: WorkflowRecord
+    status: str
+    nodes: list[NodeView]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(str(n.task.status) for n in self.nodes))
+
+
+def derived_status(statuses: Sequence[Status]) -> str:
+    """running while any task may still run; then succeeded, failed or cancelled."""
+    if any(s in ACTIVE for s in statuses):
+        return "running"
+    if all(s is Status.SUCCEEDED for s in statuses):
+        return "succeeded"
+    if any(s in (Status.FAILED, Status.UPSTREAM_FAILED) for s in statuses):
+        return "failed"
+    return "cancelled"
+
+
+class WorkflowService:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        tasks: TaskService,
+        clock: Clock,
+        on_committed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._store = store
+        self._tasks = tasks
+        self._clock = clock
+        self._on_committed = on_committed
+
+    async def submit(self, name: str, nodes: Sequence[WorkflowNode]) -> WorkflowView:
+        """Check and store the whole graph, or nothing of it."""
+        index = _index_of(nodes)
+        order = _order(nodes, index)
+        now = self._clock.now_ms()
+        workflow = WorkflowRecord(new_id(), name, now)
+        ids = {n.name: new_id() for n in nodes}
+        tasks, problems = [], []
+        for node_name in order:
+            node = nodes[index[node_name]]
+            try:
+                request = replace(node.request, dependencies=())
+                task = self._tasks.new_task(request, now, task_id=ids[node_name])
+            except InvalidRequest as problem:
+                problems.append((index[node_name], problem))
+                continue
+            tasks.append(_as_node(task, ids, node, workflow.workflow_id))
+        if problems:
+            raise InvalidBatch(sorted(problems, key=lambda p: p[0]))
+        await self._store.insert_workflow(workflow, tasks)
+        self._on_committed()
+        return await self.get(workflow.workflow_id)
+
+    async def get(self, workflow_id: str) -> WorkflowView:
+        found = await self._store.get_workflow(workflow_id)
+        if found is None:
+            raise TaskNotFound(f"no workflow has the id {workflow_id}")
+        workflow, records, edges = found
+        views = await self._tasks.views(records)
+        name_of = {r.seq: r.node_name or r.task_id for r in records}
+        waits: dict[int, list[str]] = {r.seq: [] for r in records}
+        for predecessor, dependent in edges:
+            waits[dependent].append(name_of.get(predecessor, str(predecessor)))
+        nodes = [
+            NodeView(name_of[r.seq], view, tuple(waits[r.seq]))
+            for r, view in zip(records, views, strict=True)
+        ]
+        return WorkflowView(workflow, derived_status([v.status for v in views]), nodes)
+
+    async def cancel(self, workflow_id: str) -> int:
+        """Cancel every task not yet finished; return how many were cancelled."""
+        found = await self._store.get_workflow(workflow_id)
+        if found is None:
+            raise TaskNotFound(f"no workflow has the id {workflow_id}")
+        cancelled = 0
+        for record in found[1]:  # predecessors first: their dependents follow anyway
+            cancelled += await self._tasks.cancel_record(record, quiet=True)
+        return cancelled
+
+
+def _index_of(nodes: Sequence[WorkflowNode]) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        if node.name in index:
+            raise InvalidRequest(f"tasks.{i}.name", f"{node.name!r} names two tasks")
+        index[node.name] = i
+    return index
+
+
+def _order(nodes: Sequence[WorkflowNode], index: dict[str, int]) -> list[str]:
+    edges = sum(len(n.request.dependencies) for n in nodes)
+    if edges > MAX_EDGES:
+        raise InvalidRequest("tasks", f"{edges} dependencies; at most {MAX_EDGES}")
+    try:
+        return ordered({n.name: n.request.dependencies for n in nodes})
+    except InvalidGraph as bad:
+        field = "tasks" if bad.node is None else f"tasks.{index[bad.node]}.dependencies"
+        raise InvalidRequest(field, bad.reason) from None
+
+
+def _as_node(task: NewTask, ids: dict[str, str], node: WorkflowNode, workflow_id: str) -> NewTask:
+    return replace(
+        task,
+        predecessors=tuple(ids[d] for d in dict.fromkeys(node.request.dependencies)),
+        workflow_id=workflow_id,
+        node_name=node.name,
+    )
