@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 class Status(StrEnum):
     BLOCKED = "blocked"
     PENDING = "pending"
+    WAITING = "waiting"  # due, behind an earlier task of its ordering key
     READY = "ready"  # derived: pending and due at or before the partition's watermark
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -52,6 +53,7 @@ class SubmitOptions(TypedDict, total=False):
     timeout_seconds: float
     idempotency_key: str  # a repeat within the window returns the first task
     dependencies: Sequence[str]  # task ids that must succeed first
+    ordering_key: str  # tasks sharing a key run one at a time, in due order
 
 
 SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
@@ -61,6 +63,7 @@ MAX_DELAY_SECONDS = 10 * 366 * 86400.0
 MAX_JITTER_SECONDS = 86400
 MAX_TIMEOUT_SECONDS = 86400.0
 MAX_DEPENDENCIES = 10_000  # task ids one task may wait on
+MAX_ORDERING_KEY_LENGTH = 256
 
 
 class ScheduleType(StrEnum):
@@ -117,6 +120,7 @@ class NewTask:
     predecessors: tuple[str, ...] = ()
     workflow_id: str | None = None
     node_name: str | None = None  # its name within its workflow
+    ordering_key: str | None = None  # runs after the earlier-due tasks of its key
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,7 @@ class TaskRecord:
     idempotency_key: str | None = None
     workflow_id: str | None = None
     node_name: str | None = None
+    ordering_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,3 +127,40 @@ def test_kill_9_while_a_chain_runs_leaves_no_dependent_stuck(
         first_call.setdefault(call.path, call.at)
     starts = [first_call[f"/step/{i}"] for i in range(60)]
     assert starts == sorted(starts)  # never before its predecessor
+
+
+def test_kill_9_while_keyed_tasks_run_keeps_each_key_in_order(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    """4 ordering keys of 25 tasks each; the process is killed twice while they run.
+    Every task still succeeds, and each key's tasks were called in due order, a task
+    cut off by the kill called again before the next one of its key."""
+    db = tmp_path / "keys.db"
+    keys, per_key = 4, 25
+    for k in range(keys):
+        for i in range(per_key):
+            target.delays[f"/k{k}/{i}"] = 0.02
+    first = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    with first.client() as http:
+        ids = [
+            _submit(http, target, f"/k{k}/{i}", delay=0.5, ordering_key=f"k{k}")
+            for i in range(per_key)
+            for k in range(keys)
+        ]
+    assert wait_for(lambda: len(target.calls) >= 20, timeout=20)
+    first.kill()
+    second = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    assert wait_for(lambda: len({c.path for c in target.calls}) >= 60, timeout=30)
+    second.kill()
+    third = tickwheel_factory.start(db, extra_env=FAST_LEASES)
+    with third.client() as http:
+        assert wait_for(
+            lambda: all(http.get(f"/api/tasks/{i}").json()["status"] == "succeeded" for i in ids),
+            timeout=60,
+        )
+    for k in range(keys):
+        called = [
+            int(c.path.rsplit("/", 1)[1]) for c in target.calls if c.path.startswith(f"/k{k}/")
+        ]
+        assert called == sorted(called), f"key k{k} ran out of order: {called}"
+        assert set(called) == set(range(per_key))

@@ -1036,3 +1036,90 @@ async def test_an_unknown_predecessor_rejects_the_insert(store: Store) -> None:
         await store.insert_tasks([new_task("fine"), after("orphan", "task-nowhere")])
     assert list(rejected.value.errors) == [1]
     assert await store.get_task("task-fine") is None
+
+
+# -- ordering keys -----------------------------------------------------------------
+
+
+def in_line(name: object, key: str = "account-7", *, due: int = T0) -> NewTask:
+    return replace(new_task(name, due=due), ordering_key=key)
+
+
+async def claim_all(store: Store, seqs: list[int], *, now: int = T0) -> list[int]:
+    claimed = await store.claim([(s, now) for s in seqs], now_ms=now, lease_ms=LEASE, worker_id="w")
+    return [c.seq for c in claimed]
+
+
+async def statuses(store: Store, *seqs: int) -> list[Status]:
+    return [(await get(store, s)).status for s in seqs]
+
+
+async def test_tasks_of_one_key_are_claimed_one_at_a_time_in_due_order(store: Store) -> None:
+    # Inserted out of due order, claimed in one batch latest first: only the earliest runs.
+    late, early, free = await store.insert_tasks(
+        [in_line("late", due=T0), in_line("early", due=T0 - 5), new_task("free")]
+    )
+    assert await claim_all(store, [late, free, early]) == [free, early]
+    assert await statuses(store, late, early) == [Status.WAITING, Status.RUNNING]
+    mark = await store.max_mark()
+
+    first = (await store.get_tasks([early]))[0]
+    assert await store.finish([success(claimed_of(first), at=T0 + 1)]) == [True]
+    assert await store.propagate(T0 + 2) == (1, 0, False)  # late's turn
+    assert await statuses(store, late) == [Status.PENDING]
+    rows = await store.load_pending([0], due_after=None, due_until=T0 + DAY, mark_after=mark)
+    assert late in [r.seq for r in rows]  # the loader finds it again
+    assert await claim_all(store, [late], now=T0 + 3) == [late]
+    assert await store.propagate(T0 + 4) == (0, 0, False)  # twice: nothing changes
+
+
+async def test_different_keys_are_claimed_together(store: Store) -> None:
+    seqs = await store.insert_tasks([in_line(i, key=f"k{i}") for i in range(5)])
+    assert sorted(await claim_all(store, seqs)) == seqs
+
+
+async def test_a_retry_keeps_the_key_and_a_final_failure_passes_it_on(store: Store) -> None:
+    a, b = await store.insert_tasks([in_line("a", due=T0), in_line("b", due=T0 + 1)])
+    first = await claim(store, a)
+    assert await store.finish([retry(first, at=T0 + 2, retry_at=T0 + 100)]) == [True]
+    assert await claim_all(store, [b], now=T0 + 10) == []  # a holds the key while pending
+    assert await store.propagate(T0 + 10) == (0, 0, False)
+    assert await statuses(store, b) == [Status.WAITING]
+
+    second = await claim(store, a, now=T0 + 100)
+    failed = replace(success(second, at=T0 + 101), outcome=Outcome.FAILED, status=Status.FAILED)
+    assert await store.finish([failed]) == [True]
+    assert await store.propagate(T0 + 102) == (1, 0, False)
+    assert await claim_all(store, [b], now=T0 + 103) == [b]
+
+
+async def test_cancelling_the_holder_passes_the_key_on(store: Store) -> None:
+    a, b = await store.insert_tasks([in_line("a", due=T0), in_line("b", due=T0 + 1)])
+    first = await claim(store, a)
+    await store.finish([retry(first, at=T0 + 1, retry_at=T0 + DAY)])  # holds, pending
+    assert await claim_all(store, [b], now=T0 + 2) == []
+    assert await store.cancel(a, (await get(store, a)).version, T0 + 3)
+    assert await store.propagate(T0 + 4) == (1, 0, False)
+    assert await claim_all(store, [b], now=T0 + 5) == [b]
+
+
+async def test_a_task_not_yet_due_does_not_hold_up_its_key(store: Store) -> None:
+    later, now = await store.insert_tasks([in_line("later", due=T0 + DAY), in_line("now", due=T0)])
+    assert await claim_all(store, [now]) == [now]
+    assert await statuses(store, later) == [Status.PENDING]
+
+
+def claimed_of(record: TaskRecord) -> ClaimedTask:
+    """The claim a running record was made by (its version is the fence)."""
+    return ClaimedTask(
+        record.seq,
+        record.task_id,
+        record.task_type,
+        record.payload,
+        record.attempts,
+        record.version,
+        record.due_ms,
+        record.lease_expires_ms or 0,
+        record.options.timeout_seconds,
+        record.options,
+    )

@@ -65,6 +65,17 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
         "payload.url",
     ),
     ("unknown field", {"task_type": "noop", "colour": "blue"}, "colour"),
+    ("empty ordering_key", {"task_type": "noop", "ordering_key": ""}, "ordering_key"),
+    ("ordering_key too long", {"task_type": "noop", "ordering_key": "k" * 257}, "ordering_key"),
+    (
+        "ordering_key on a cron task",
+        {
+            "task_type": "noop",
+            "ordering_key": "k",
+            "schedule": {"type": "cron", "cron_expression": "@daily"},
+        },
+        "ordering_key",
+    ),
 ]
 
 

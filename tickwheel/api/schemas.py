@@ -26,6 +26,7 @@ from tickwheel.models import (
     MAX_DELAY_SECONDS,
     MAX_DEPENDENCIES,
     MAX_JITTER_SECONDS,
+    MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
 )
 
@@ -120,6 +121,14 @@ class TaskIn(Strict):
         description="Task ids that must succeed first: until then the task is blocked; if "
         "one fails for good or is cancelled, it ends upstream_failed without running.",
     )
+    ordering_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ORDERING_KEY_LENGTH,
+        description="Tasks sharing a key run one at a time, in due-time order; a due task "
+        "waits (status waiting) while an earlier one of its key has not ended for good, "
+        "retries included. Tasks with different keys run in parallel.",
+    )
 
 
 class BatchIn(Strict):
@@ -166,6 +175,7 @@ class TaskOut(BaseModel):
     retry_backoff: RetryBackoffOut
     timeout_seconds: float | None
     idempotency_key: str | None
+    ordering_key: str | None = None
     attempts: int
     fence: int
     due_time: datetime | None

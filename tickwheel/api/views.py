@@ -53,6 +53,7 @@ def task_request(
         options,
         body.idempotency_key,
         tuple(body.dependencies if dependencies is None else dependencies),
+        body.ordering_key,
     )
 
 
@@ -86,6 +87,7 @@ def task_out(view: TaskView) -> TaskOut:
         ),
         timeout_seconds=o.timeout_seconds,
         idempotency_key=r.idempotency_key,
+        ordering_key=r.ordering_key,
         attempts=r.attempts,
         fence=r.version,
         due_time=to_datetime(r.due_ms),

@@ -90,7 +90,14 @@ def task_body(
         if name in options:
             schedule[name] = options[name]
     body["schedule"] = schedule
-    for name in ("queue", "priority", "max_retries", "timeout_seconds", "idempotency_key"):
+    for name in (
+        "queue",
+        "priority",
+        "max_retries",
+        "timeout_seconds",
+        "idempotency_key",
+        "ordering_key",
+    ):
         if name in options:
             body[name] = options[name]  # type: ignore[literal-required]
     if "dependencies" in options:

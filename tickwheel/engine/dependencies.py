@@ -1,12 +1,14 @@
-"""The dependency resolver: when a task ends, tell the tasks that wait on it.
+"""The dependency resolver: when a task ends, tell the tasks that wait on it: its
+dependents, and the next task of its ordering key.
 
 The news is queued in the store by the very transaction that ends a task, so it cannot
 be lost: a crash after the end and before the news is told just leaves it queued, and
 the resolver tells it when the node starts again (seed 002 "DAG resolver misses a
 completion event"). Telling is idempotent, so telling twice is harmless.
 
-A dependent freed by its last predecessor becomes pending, due now, and the loader
-takes it to the wheel like any new task: the dispatch path does not change.
+A dependent freed by its last predecessor, or a task whose turn on its ordering key
+came, becomes pending, due now, and the loader takes it to the wheel like any new
+task: the dispatch path does not change.
 """
 
 from __future__ import annotations

@@ -223,6 +223,7 @@ class Node:
             task_options,
             options.get("idempotency_key"),
             tuple(options.get("dependencies", ())),
+            options.get("ordering_key"),
         )
 
     def default_options(self, task_type: str, **given: Any) -> TaskOptions:

@@ -30,6 +30,7 @@ from tickwheel.ids import new_id, partition_of
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
     MAX_DEPENDENCIES,
+    MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
     ExecutionRecord,
     Idempotency,
@@ -57,6 +58,7 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
         [o.queue, o.priority, o.max_retries, o.backoff_base_seconds, o.backoff_max_seconds],
         o.timeout_seconds,
         sorted(request.dependencies),
+        request.ordering_key,
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -116,6 +118,7 @@ class TaskRequest:
     options: TaskOptions = field(default_factory=TaskOptions)
     idempotency_key: str | None = None
     dependencies: tuple[str, ...] = ()  # task ids that must succeed first
+    ordering_key: str | None = None  # one at a time per key, in due order
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,12 +255,17 @@ class TaskService:
             encoded_payload=encoded,
             idempotency=idempotency,
             predecessors=request.dependencies,
+            ordering_key=request.ordering_key,
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
         encoded = self._check(request)
         if request.dependencies:
             raise InvalidRequest("dependencies", "a cron task cannot wait on other tasks")
+        if request.ordering_key is not None:
+            raise InvalidRequest(
+                "ordering_key", "a cron schedule orders its own instances (overlap_policy)"
+            )
         cron = request.schedule.cron
         if cron is None:
             raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")
@@ -306,6 +314,9 @@ class TaskService:
         self._check_type_payload(request.task_type, request.payload)
         _check_options(request.options)
         _check_schedule(request.schedule)
+        key = request.ordering_key
+        if key is not None and not 0 < len(key) <= MAX_ORDERING_KEY_LENGTH:
+            raise InvalidRequest("ordering_key", f"1 to {MAX_ORDERING_KEY_LENGTH} characters")
         return encoded
 
     def _encode_payload(self, payload: Any) -> str:

@@ -34,7 +34,9 @@ class TaskFilter:
 class Propagated(NamedTuple):
     """One round of the dependency resolver."""
 
-    unblocked: int  # dependents whose last predecessor succeeded: now pending
+    # Dependents whose last predecessor succeeded, and waiting tasks whose turn on their
+    # ordering key came: now pending.
+    unblocked: int
     upstream_failed: int  # dependents of a task that failed or was cancelled
     more: bool  # ended tasks are still waiting to be propagated
 
@@ -70,8 +72,9 @@ class TaskStore(Protocol):
         """Tell the dependents of up to `limit` tasks that ended (queued in the
         transaction that ended them): in one transaction, each edge is settled once,
         counters grow within their bounds, freed dependents become pending due now and
-        dependents of a failed or cancelled task become `upstream_failed`. Doing it
-        twice changes nothing."""
+        dependents of a failed or cancelled task become `upstream_failed`, and the
+        ordering key of an ended task passes to the key's next task. Doing it twice
+        changes nothing."""
         ...
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> None:
@@ -141,7 +144,10 @@ class DispatchStore(Protocol):
     ) -> list[ClaimedTask]:
         """Compare-and-set due pending tasks to running under a lease.
 
-        `items` are (seq, triggered_ms); the new version is the claim's fence."""
+        `items` are (seq, triggered_ms); the new version is the claim's fence. A task
+        with an ordering key is claimed only when it holds the key, which passes to
+        the earliest due of the key's tasks once the holder has ended for good (its
+        retries keep it); the others become `waiting` until their turn."""
         ...
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:

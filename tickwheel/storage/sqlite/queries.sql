@@ -8,8 +8,9 @@
 INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
-    due_time, created_at, idempotency_key, workflow_id, node_name, status, completed_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
+    completed_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: statuses_of
 SELECT task_id, seq, status FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
@@ -25,8 +26,8 @@ UPDATE tasks SET has_dependents = 1
 WHERE seq IN (SELECT value FROM json_each(?)) AND has_dependents = 0;
 
 -- name: take_propagations
--- Predecessors that reached a final state, their dependents not yet told.
-SELECT p.seq, t.task_id, t.status FROM propagations AS p JOIN tasks AS t ON t.seq = p.seq
+-- Tasks that reached a final state, their dependents and ordering key not yet told.
+SELECT p.seq, t.task_id, t.status, t.ordering_key FROM propagations AS p JOIN tasks AS t ON t.seq = p.seq
 ORDER BY p.seq LIMIT :limit;
 
 -- name: settle_edges
@@ -55,6 +56,40 @@ SET status = 'upstream_failed', version = version + 1, completed_at = :now,
     last_error = f.error
 FROM (SELECT value ->> 0 AS fseq, value ->> 1 AS error FROM json_each(:tasks)) AS f
 WHERE tasks.seq = f.fseq AND +tasks.status = 'blocked';
+
+-- name: key_holder
+SELECT o.holder_seq, t.status FROM ordering_keys AS o JOIN tasks AS t ON t.seq = o.holder_seq
+WHERE o.ordering_key = ?;
+
+-- name: next_of_key
+-- The key's next task: the earliest due of those due and not yet run.
+SELECT seq, status FROM tasks INDEXED BY tasks_ordering
+WHERE ordering_key = :key AND ordering_key IS NOT NULL AND status IN ('pending', 'waiting')
+  AND due_time <= :now
+ORDER BY due_time, seq
+LIMIT 1;
+
+-- name: hold_key
+INSERT INTO ordering_keys (ordering_key, holder_seq) VALUES (?, ?)
+ON CONFLICT (ordering_key) DO UPDATE SET holder_seq = excluded.holder_seq;
+
+-- name: free_key
+DELETE FROM ordering_keys WHERE ordering_key = ?;
+
+-- name: take_turn
+-- A waiting task's turn came: pending again, with a new mark for the loader to find.
+UPDATE tasks SET status = 'pending', version = version + 1, mark = :mark
+WHERE seq = :seq AND status = 'waiting';
+
+-- name: keyed_claims
+-- The claimed tasks that have an ordering key (only those the plain claim left).
+SELECT seq, ordering_key FROM tasks
+WHERE seq IN (SELECT value FROM json_each(:seqs))
+  AND status = 'pending' AND due_time <= :now AND ordering_key IS NOT NULL;
+
+-- name: wait_for_turn
+UPDATE tasks SET status = 'waiting', version = version + 1
+WHERE seq IN (SELECT value FROM json_each(?)) AND +status = 'pending';
 
 -- name: forget_propagations
 DELETE FROM propagations WHERE seq IN (SELECT value FROM json_each(?));
@@ -116,12 +151,15 @@ WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
   AND partition IN (SELECT value FROM json_each(:partitions));
 
 -- name: claim
+-- Tasks with an ordering key are left to a second pass (:keyed) that admits only the
+-- task whose turn it is.
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
     started_at = :now, triggered_at = c.triggered
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
 WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= :now
+  AND (:keyed OR tasks.ordering_key IS NULL)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
 

@@ -61,7 +61,9 @@ CREATE TABLE tasks (
     node_name         TEXT,
     -- Set when another task waits on this one: reaching a final state then queues
     -- the news for the dependency resolver (the trigger below).
-    has_dependents    INTEGER NOT NULL DEFAULT 0
+    has_dependents    INTEGER NOT NULL DEFAULT 0,
+    -- Tasks sharing a key run one at a time, in due order (see ordering_keys).
+    ordering_key      TEXT
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.
@@ -74,6 +76,9 @@ CREATE INDEX tasks_status ON tasks (status, seq);
 CREATE INDEX tasks_type ON tasks (task_type, seq);
 CREATE INDEX tasks_schedule ON tasks (schedule_id, seq) WHERE schedule_id IS NOT NULL;
 CREATE INDEX tasks_workflow ON tasks (workflow_id, seq) WHERE workflow_id IS NOT NULL;
+-- The next task of an ordering key: the earliest due one not yet run.
+CREATE INDEX tasks_ordering ON tasks (ordering_key, due_time, seq)
+WHERE ordering_key IS NOT NULL AND status IN ('pending', 'waiting');
 
 -- One row per attempt, written when the attempt ends.
 CREATE TABLE executions (
@@ -147,14 +152,22 @@ CREATE TABLE task_edges (
 
 CREATE INDEX task_edges_dependent ON task_edges (dependent_seq);
 
--- Tasks with dependents that reached a final state, not yet told to their dependents:
--- written in the transaction that ends the task, so no completion is ever missed.
+-- Tasks with dependents or an ordering key that reached a final state, not yet told to
+-- their dependents and their key: written in the transaction that ends the task, so no
+-- end is ever missed.
 CREATE TABLE propagations (
     seq  INTEGER PRIMARY KEY
 );
 
-CREATE TRIGGER tasks_final_with_dependents AFTER UPDATE OF status ON tasks
-WHEN NEW.has_dependents = 1
+-- Which task holds each ordering key: from its claim (or its turn, handed over when the
+-- previous holder ended) until it ends for good; its retries keep the key.
+CREATE TABLE ordering_keys (
+    ordering_key  TEXT PRIMARY KEY,
+    holder_seq    INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER tasks_final_to_propagate AFTER UPDATE OF status ON tasks
+WHEN (NEW.has_dependents = 1 OR NEW.ordering_key IS NOT NULL)
     AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
     AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
 BEGIN

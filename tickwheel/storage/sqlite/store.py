@@ -214,10 +214,18 @@ class SqliteStore:
             "now": now_ms,
             "lease_until": now_ms + lease_ms,
             "worker_id": worker_id,
+            "keyed": 0,
         }
-        rows = await self._writer.transaction(
-            lambda db: db.execute(q("claim"), params).fetchall(), acknowledged=False
-        )
+
+        def work(db: sqlite3.Connection) -> list[Any]:
+            rows = db.execute(q("claim"), params).fetchall()
+            if len(rows) < len(items):  # cancelled meanwhile, or behind an ordering key
+                claimed = {r[0] for r in rows}
+                rest = [item for item in items if item[0] not in claimed]
+                rows += _claim_keyed(db, rest, params)
+            return rows
+
+        rows = await self._writer.transaction(work, acknowledged=False)
         return [_claimed(r) for r in rows]
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
@@ -375,6 +383,7 @@ def _task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
         t.idempotency.key if t.idempotency else None,
         t.workflow_id,
         t.node_name,
+        t.ordering_key,
         str(status),
         t.created_ms if status.is_final else None,
     ]
@@ -467,13 +476,16 @@ def _edge_state(predecessor: Status) -> str:
 def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
     """Tell the dependents of tasks that ended: free those whose last predecessor
     succeeded, fail those whose predecessor did not (their own dependents follow in a
-    later round, queued by the same trigger)."""
+    later round, queued by the same trigger). Hand the ordering key of each ended task
+    on to the next task of that key."""
     ended = db.execute(q("take_propagations"), {"limit": limit}).fetchall()
     if not ended:
         return Propagated(0, 0, more=False)
-    ok = [seq for seq, _, status in ended if status == Status.SUCCEEDED]
-    failed = {seq: (task_id, status) for seq, task_id, status in ended if seq not in ok}
-    unblocked = upstream_failed = 0
+    ok = [seq for seq, _, status, _ in ended if status == Status.SUCCEEDED]
+    failed = {seq: (task_id, status) for seq, task_id, status, _ in ended if seq not in ok}
+    keys = {key for *_, key in ended if key is not None}
+    unblocked = sum(_settle_key(db, key, now_ms)[1] for key in sorted(keys))
+    upstream_failed = 0
     if ok:
         settled = db.execute(q("settle_edges"), {"seqs": json.dumps(ok), "state": "satisfied"})
         counts = Counter(dependent for _, dependent in settled.fetchall())
@@ -481,7 +493,7 @@ def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
         free = [seq for seq, complete in counted.fetchall() if complete]
         marks = _take_marks(db, len(free))
         params = {"tasks": json.dumps(list(zip(free, marks, strict=True))), "now": now_ms}
-        unblocked = db.execute(q("unblock"), params).rowcount
+        unblocked += db.execute(q("unblock"), params).rowcount
     if failed:
         settled = db.execute(
             q("settle_edges"), {"seqs": json.dumps(list(failed)), "state": "failed"}
@@ -492,9 +504,47 @@ def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
         }
         params = {"tasks": json.dumps(list(errors.items())), "now": now_ms}
         upstream_failed = db.execute(q("fail_upstream"), params).rowcount
-    db.execute(q("forget_propagations"), (json.dumps([seq for seq, _, _ in ended]),))
+    db.execute(q("forget_propagations"), (json.dumps([seq for seq, *_ in ended]),))
     more = db.execute(q("has_propagations")).fetchone()[0]
     return Propagated(unblocked, upstream_failed, more=bool(more))
+
+
+def _claim_keyed(
+    db: sqlite3.Connection, items: Sequence[tuple[int, int]], params: dict[str, Any]
+) -> list[Any]:
+    """Claim the tasks whose turn it is on their ordering key; the others wait for it."""
+    now = params["now"]
+    seqs = json.dumps([seq for seq, _ in items])
+    keyed = db.execute(q("keyed_claims"), {"seqs": seqs, "now": now}).fetchall()
+    if not keyed:
+        return []
+    holders = {key: _settle_key(db, key, now)[0] for key in {key for _, key in keyed}}
+    turn = {seq for seq, key in keyed if holders[key] == seq}
+    db.execute(q("wait_for_turn"), (json.dumps([seq for seq, _ in keyed if seq not in turn]),))
+    if not turn:
+        return []
+    claims = json.dumps([item for item in items if item[0] in turn])
+    return db.execute(q("claim"), {**params, "claims": claims, "keyed": 1}).fetchall()
+
+
+def _settle_key(db: sqlite3.Connection, key: str, now_ms: int) -> tuple[int | None, bool]:
+    """Who holds `key` now: its holder while that has not ended for good, else the
+    earliest due of its tasks not yet run, whose turn it becomes (a waiting one is made
+    pending again). Returns (holder or None, whether a waiting task took its turn)."""
+    held = db.execute(q("key_holder"), (key,)).fetchone()
+    if held is not None and not Status(held[1]).is_final:
+        return held[0], False
+    nxt = db.execute(q("next_of_key"), {"key": key, "now": now_ms}).fetchone()
+    if nxt is None:
+        db.execute(q("free_key"), (key,))
+        return None, False
+    seq, status = nxt
+    db.execute(q("hold_key"), (key, seq))
+    if status != Status.WAITING:
+        return seq, False
+    (mark,) = _take_marks(db, 1)
+    db.execute(q("take_turn"), {"seq": seq, "mark": mark})
+    return seq, True
 
 
 def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
@@ -587,6 +637,7 @@ def _task(r: Sequence[Any]) -> TaskRecord:
         idempotency_key=r[24],
         workflow_id=r[25],
         node_name=r[26],
+        ordering_key=r[27],
     )
 
 
