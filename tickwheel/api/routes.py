@@ -26,9 +26,7 @@ from tickwheel.api.schemas import (
     TaskOut,
     TaskPage,
 )
-from tickwheel.clock import to_datetime
 from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import Submitted
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
@@ -75,19 +73,7 @@ async def submit_task(
     if submitted.duplicate:
         response.status_code = 200
         response.headers["Idempotent-Replayed"] = "true"
-    return _submitted_out(submitted)
-
-
-def _submitted_out(submitted: Submitted) -> SubmittedOut:
-    due = to_datetime(submitted.due_ms)
-    assert due is not None
-    return SubmittedOut(
-        task_id=submitted.task_id,
-        status=str(submitted.status),
-        due_time=due,
-        schedule_id=submitted.schedule_id,
-        duplicate=submitted.duplicate,
-    )
+    return views.submitted_out(submitted)
 
 
 @router.post(
@@ -103,7 +89,7 @@ async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
     node = node_of(request)
     node.admission.check()
     submitted = await node.service.submit_many([views.task_request(t, node) for t in body.tasks])
-    return BatchOut(tasks=[_submitted_out(s) for s in submitted])
+    return BatchOut(tasks=[views.submitted_out(s) for s in submitted])
 
 
 @router.post(

@@ -360,6 +360,26 @@ class WorkflowIn(Strict):
     tasks: list[WorkflowTaskIn] = Field(min_length=1, max_length=MAX_BATCH_TASKS)
 
 
+class RecurringWorkflowIn(WorkflowIn):
+    schedule: ScheduleIn = Field(
+        description="A cron schedule (type cron): each fire time launches the whole workflow."
+    )
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="Repeating a request with the same key within the window returns the "
+        "schedule first created for it.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: ScheduleIn) -> ScheduleIn:
+        if value.type != "cron":
+            raise ValueError("a recurring workflow's schedule has type cron")
+        return value
+
+
 class WorkflowNodeOut(BaseModel):
     name: str
     task_id: str

@@ -7,17 +7,20 @@ from collections.abc import Sequence
 from tickwheel.api.schemas import (
     ExecutionOut,
     RetryBackoffOut,
+    ScheduleIn,
     ScheduleOut,
+    SubmittedOut,
     TaskIn,
     TaskOut,
+    WorkflowIn,
     WorkflowNodeOut,
     WorkflowOut,
 )
 from tickwheel.clock import to_datetime, to_ms
 from tickwheel.core.cron import CronSpec
 from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskView
-from tickwheel.engine.workflows import NodeView, WorkflowView
+from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskView
+from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
 from tickwheel.models import ExecutionRecord, ScheduleType
 
 
@@ -35,8 +38,19 @@ def task_request(
         backoff_max_seconds=backoff.max_seconds if backoff else None,
         timeout_seconds=body.timeout_seconds,
     )
-    s = body.schedule
-    schedule = ScheduleRequest(
+    return TaskRequest(
+        body.task_type,
+        body.payload,
+        schedule_request(body.schedule),
+        options,
+        body.idempotency_key,
+        tuple(body.dependencies if dependencies is None else dependencies),
+        body.ordering_key,
+    )
+
+
+def schedule_request(s: ScheduleIn) -> ScheduleRequest:
+    return ScheduleRequest(
         type=ScheduleType(s.type),
         due_ms=to_ms(s.due_time) if s.due_time else None,
         delay_seconds=s.delay_seconds,
@@ -46,15 +60,24 @@ def task_request(
         misfire=s.misfire_policy,
         overlap=s.overlap_policy,
     )
-    return TaskRequest(
-        body.task_type,
-        body.payload,
-        schedule,
-        options,
-        body.idempotency_key,
-        tuple(body.dependencies if dependencies is None else dependencies),
-        body.ordering_key,
+
+
+def submitted_out(submitted: Submitted) -> SubmittedOut:
+    due = to_datetime(submitted.due_ms)
+    assert due is not None
+    return SubmittedOut(
+        task_id=submitted.task_id,
+        status=str(submitted.status),
+        due_time=due,
+        schedule_id=submitted.schedule_id,
+        duplicate=submitted.duplicate,
     )
+
+
+def workflow_nodes(body: WorkflowIn, node: Node) -> list[WorkflowNode]:
+    return [
+        WorkflowNode(t.name, task_request(t, node, dependencies=t.dependencies)) for t in body.tasks
+    ]
 
 
 def task_out(view: TaskView) -> TaskOut:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.routes import ERRORS, SUBMIT_ERRORS, node_of
-from tickwheel.api.schemas import WorkflowCancelledOut, WorkflowIn, WorkflowOut
-from tickwheel.engine.workflows import WorkflowNode
+from tickwheel.api.schemas import (
+    RecurringWorkflowIn,
+    SubmittedOut,
+    WorkflowCancelledOut,
+    WorkflowIn,
+    WorkflowOut,
+)
 
 router = APIRouter(prefix="/api/workflows", tags=["workflows"])
 
@@ -25,11 +30,36 @@ async def submit_workflow(body: WorkflowIn, request: Request) -> WorkflowOut:
     self-dependencies, cycles) and stored in one transaction: all or nothing."""
     node = node_of(request)
     node.admission.check()
-    nodes = [
-        WorkflowNode(t.name, views.task_request(t, node, dependencies=t.dependencies))
-        for t in body.tasks
-    ]
+    nodes = views.workflow_nodes(body, node)
     return views.workflow_out(await node.workflows.submit(body.name, nodes))
+
+
+@router.post(
+    "/recurring",
+    status_code=201,
+    response_model=SubmittedOut,
+    responses=SUBMIT_ERRORS,
+    dependencies=needs(Scope.SUBMIT),
+)
+async def schedule_workflow(
+    body: RecurringWorkflowIn, request: Request, response: Response
+) -> SubmittedOut:
+    """A cron schedule whose every fire time launches the whole workflow, checked now.
+    The schedule is managed like any recurring task (`/api/tasks/{schedule_id}`: pause,
+    resume, cancel, history); each run's workflow has the id of the instance that
+    launched it."""
+    node = node_of(request)
+    node.admission.check()
+    submitted = await node.recurring.schedule(
+        body.name,
+        views.workflow_nodes(body, node),
+        views.schedule_request(body.schedule),
+        idempotency_key=body.idempotency_key,
+    )
+    if submitted.duplicate:
+        response.status_code = 200
+        response.headers["Idempotent-Replayed"] = "true"
+    return views.submitted_out(submitted)
 
 
 @router.get(

@@ -25,6 +25,7 @@ from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
+from tickwheel.engine.recurring import ENGINE_QUEUE, WORKFLOW_TASK_TYPE, RecurringWorkflows
 from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
@@ -36,6 +37,7 @@ from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Store
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.builtin import HttpCaller, builtin_app
+from tickwheel.worker.context import TaskContext
 from tickwheel.worker.http_policy import HttpPolicy
 from tickwheel.worker.registry import App, TaskType
 from tickwheel.worker.runner import Worker, default_worker_id
@@ -58,6 +60,8 @@ class Node:
         self.clock = clock or SystemClock()
         self._http = HttpCaller(HttpPolicy.parse(self.settings.http_allow, self.settings.http_deny))
         self.app = builtin_app(self._http).merged(app or App())
+        # Recurring workflows launch through a handler of the engine's own.
+        self.app.task(WORKFLOW_TASK_TYPE, check_payload=self._check_launch)(self._launch)
         self._type_options = {name: _options_of(kind) for name, kind in self.app.types.items()}
         self._run_worker = run_worker
         self._loops: list[asyncio.Task[None]] = []
@@ -119,12 +123,13 @@ class Node:
         self.workflows = WorkflowService(
             store=self.store, tasks=self.service, clock=self.clock, on_committed=self.trigger.poke
         )
+        self.recurring = RecurringWorkflows(workflows=self.workflows, tasks=self.service)
         self.worker = Worker(
             app=self.app,
             dispatcher=self.dispatcher,
             queue=self.queue,
             worker_id=self.node_id,
-            queues=s.queues,
+            queues=tuple(dict.fromkeys((*s.queues, ENGINE_QUEUE))),
             concurrency=s.concurrency,
         )
         self.remote = RemoteWorkers(
@@ -154,6 +159,12 @@ class Node:
 
     async def _on_cron(self, instances: Any, now_ms: int) -> None:
         await self.cron.on_triggered(instances, now_ms)
+
+    async def _launch(self, ctx: TaskContext, payload: Any) -> None:
+        await self.recurring(ctx, payload)
+
+    def _check_launch(self, payload: Any) -> None:
+        self.recurring.check(payload)
 
     def _check_payload(self, task_type: str, payload: Any) -> None:
         """A task type may check its payload at submission (the built-in http does)."""

@@ -71,28 +71,42 @@ class WorkflowService:
         self._clock = clock
         self._on_committed = on_committed
 
-    async def submit(self, name: str, nodes: Sequence[WorkflowNode]) -> WorkflowView:
-        """Check and store the whole graph, or nothing of it."""
+    async def submit(
+        self, name: str, nodes: Sequence[WorkflowNode], *, workflow_id: str | None = None
+    ) -> WorkflowView:
+        """Check and store the whole graph, or nothing of it. Submitting again under the
+        same `workflow_id` stores nothing and answers the workflow stored first."""
+        workflow = WorkflowRecord(workflow_id or new_id(), name, self._clock.now_ms())
+        tasks = self._tasks_of(workflow, nodes)
+        if await self._store.insert_workflow(workflow, tasks):
+            self._on_committed()
+        return await self.get(workflow.workflow_id)
+
+    def check(self, name: str, nodes: Sequence[WorkflowNode]) -> None:
+        """Raise what `submit` would for this workflow, storing nothing."""
+        self._tasks_of(WorkflowRecord(new_id(), name, self._clock.now_ms()), nodes)
+
+    def _tasks_of(self, workflow: WorkflowRecord, nodes: Sequence[WorkflowNode]) -> list[NewTask]:
+        """The tasks to store, predecessors first; InvalidRequest or InvalidBatch naming
+        what is wrong."""
+        if not nodes:
+            raise InvalidRequest("tasks", "a workflow has at least one task")
         index = _index_of(nodes)
         order = _order(nodes, index)
-        now = self._clock.now_ms()
-        workflow = WorkflowRecord(new_id(), name, now)
         ids = {n.name: new_id() for n in nodes}
         tasks, problems = [], []
         for node_name in order:
             node = nodes[index[node_name]]
             try:
                 request = replace(node.request, dependencies=())
-                task = self._tasks.new_task(request, now, task_id=ids[node_name])
+                task = self._tasks.new_task(request, workflow.created_ms, task_id=ids[node_name])
             except InvalidRequest as problem:
                 problems.append((index[node_name], problem))
                 continue
             tasks.append(_as_node(task, ids, node, workflow.workflow_id))
         if problems:
             raise InvalidBatch(sorted(problems, key=lambda p: p[0]))
-        await self._store.insert_workflow(workflow, tasks)
-        self._on_committed()
-        return await self.get(workflow.workflow_id)
+        return tasks
 
     async def get(self, workflow_id: str) -> WorkflowView:
         found = await self._store.get_workflow(workflow_id)

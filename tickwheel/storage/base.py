@@ -77,9 +77,10 @@ class TaskStore(Protocol):
         changes nothing."""
         ...
 
-    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> None:
+    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
         """Commit a workflow with all its tasks in one transaction, predecessors first
-        (as `insert_tasks`, without idempotency keys)."""
+        (as `insert_tasks`, without idempotency keys). False, with nothing written, when
+        a workflow with its id is stored already."""
         ...
 
     async def get_workflow(

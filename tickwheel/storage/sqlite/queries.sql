@@ -95,7 +95,8 @@ WHERE seq IN (SELECT value FROM json_each(?)) AND +status = 'pending';
 DELETE FROM propagations WHERE seq IN (SELECT value FROM json_each(?));
 
 -- name: insert_workflow
-INSERT INTO workflows (workflow_id, name, created_at) VALUES (?, ?, ?);
+INSERT INTO workflows (workflow_id, name, created_at) VALUES (?, ?, ?)
+ON CONFLICT (workflow_id) DO NOTHING;
 
 -- name: get_workflow
 SELECT workflow_id, name, created_at FROM workflows WHERE workflow_id = ?;

@@ -79,14 +79,15 @@ class SqliteStore:
             lambda db: _propagate(db, now_ms, limit), acknowledged=False
         )
 
-    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> None:
-        def work(db: sqlite3.Connection) -> None:
-            db.execute(
-                q("insert_workflow"), (workflow.workflow_id, workflow.name, workflow.created_ms)
-            )
+    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            row = (workflow.workflow_id, workflow.name, workflow.created_ms)
+            if not db.execute(q("insert_workflow"), row).rowcount:
+                return False
             _insert_tasks(db, tasks)
+            return True
 
-        await self._writer.transaction(work)
+        return await self._writer.transaction(work)
 
     async def get_workflow(
         self, workflow_id: str

@@ -1,0 +1,118 @@
+"""Recurring workflows: a cron schedule whose every instance launches a whole workflow.
+
+The schedule is an ordinary cron task of the built-in type `tickwheel.workflow` whose
+payload is the workflow's template, so misfire and overlap policies, jitter, pause,
+resume and retries all apply unchanged. Running an instance stores the workflow under
+the instance's task id: a launch repeated after a lost lease finds it stored and
+stores nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
+from tickwheel.engine.workflows import WorkflowNode, WorkflowService
+from tickwheel.errors import InvalidRequest
+from tickwheel.models import ScheduleType, TaskOptions
+from tickwheel.worker.context import TaskContext
+
+WORKFLOW_TASK_TYPE = "tickwheel.workflow"
+# Launches run in the engine's own worker, on a queue no other worker is meant to pull.
+ENGINE_QUEUE = "tickwheel"
+LAUNCH_OPTIONS = TaskOptions(queue=ENGINE_QUEUE, max_retries=10, backoff_max_seconds=60.0)
+
+
+def template_of(name: str, nodes: Sequence[WorkflowNode]) -> dict[str, Any]:
+    """The workflow as JSON, to be stored as the schedule's payload."""
+    return {"name": name, "tasks": [_node_json(n) for n in nodes]}
+
+
+def _node_json(node: WorkflowNode) -> dict[str, Any]:
+    r = node.request
+    return {
+        "name": node.name,
+        "task_type": r.task_type,
+        "payload": r.payload,
+        "schedule": {
+            "type": str(r.schedule.type),
+            "due_ms": r.schedule.due_ms,
+            "delay_seconds": r.schedule.delay_seconds,
+        },
+        "options": asdict(r.options),
+        "dependencies": list(r.dependencies),
+        "ordering_key": r.ordering_key,
+    }
+
+
+def nodes_of(template: Any) -> tuple[str, list[WorkflowNode]]:
+    """The workflow a template describes; InvalidRequest("payload") if it is not one."""
+    try:
+        nodes = [
+            WorkflowNode(t["name"], _request_of(t))
+            for t in template["tasks"]
+            if isinstance(t["name"], str)
+        ]
+        name = template["name"]
+        if not isinstance(name, str) or len(nodes) != len(template["tasks"]):
+            raise TypeError("names are text")
+    except (KeyError, TypeError, ValueError):
+        raise InvalidRequest("payload", "not a workflow template") from None
+    return name, nodes
+
+
+def _request_of(t: dict[str, Any]) -> TaskRequest:
+    s = t["schedule"]
+    kind = ScheduleType(s["type"])
+    if kind is ScheduleType.CRON:
+        raise ValueError("a workflow's tasks are not recurring themselves")
+    return TaskRequest(
+        task_type=t["task_type"],
+        payload=t["payload"],
+        schedule=ScheduleRequest(kind, s["due_ms"], s["delay_seconds"]),
+        options=TaskOptions(**t["options"]),
+        dependencies=tuple(t["dependencies"]),
+        ordering_key=t["ordering_key"],
+    )
+
+
+class RecurringWorkflows:
+    """Schedules workflows, and launches each instance (the handler of the built-in
+    `tickwheel.workflow` type)."""
+
+    def __init__(self, *, workflows: WorkflowService, tasks: TaskService) -> None:
+        self._workflows = workflows
+        self._tasks = tasks
+
+    async def schedule(
+        self,
+        name: str,
+        nodes: Sequence[WorkflowNode],
+        schedule: ScheduleRequest,
+        *,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
+        """Check the whole workflow now, so that no instance fails on it later, then
+        store its cron schedule; the answer carries the schedule's id."""
+        if schedule.type is not ScheduleType.CRON or schedule.cron is None:
+            raise InvalidRequest("cron_expression", "a recurring workflow needs one")
+        self._workflows.check(name, nodes)
+        template = template_of(name, nodes)
+        request = TaskRequest(
+            WORKFLOW_TASK_TYPE, template, schedule, LAUNCH_OPTIONS, idempotency_key
+        )
+        try:
+            return await self._tasks.submit(request)
+        except InvalidRequest as problem:
+            if problem.field != "payload":
+                raise
+            raise InvalidRequest("tasks", f"the workflow is too large: {problem.reason}") from None
+
+    def check(self, payload: Any) -> None:
+        self._workflows.check(*nodes_of(payload))
+
+    async def __call__(self, ctx: TaskContext, payload: Any) -> None:
+        name, nodes = nodes_of(payload)
+        await self._workflows.submit(name, nodes, workflow_id=ctx.task_id)
