@@ -21,9 +21,10 @@ from tickwheel.errors import (
     Unauthorized,
     Unreachable,
 )
-from tickwheel.models import Status, SubmitOptions, TaskOptions
+from tickwheel.models import ScheduleOptions, Status, SubmitOptions, TaskOptions
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
+from tickwheel.workflow import Workflow
 
 __all__ = [
     "App",
@@ -37,6 +38,7 @@ __all__ = [
     "Node",
     "Overloaded",
     "PermanentFailure",
+    "ScheduleOptions",
     "ServerError",
     "Settings",
     "StaleFence",
@@ -48,4 +50,5 @@ __all__ = [
     "TickwheelError",
     "Unauthorized",
     "Unreachable",
+    "Workflow",
 ]

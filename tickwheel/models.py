@@ -58,6 +58,17 @@ class SubmitOptions(TypedDict, total=False):
 
 SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
 
+
+class ScheduleOptions(TypedDict, total=False):
+    """How a recurring workflow's cron schedule fires (see `SubmitOptions`)."""
+
+    timezone: str
+    jitter_seconds: int
+    misfire_policy: str
+    overlap_policy: str
+    idempotency_key: str
+
+
 # Limits of the options, the same for the API and the engine.
 MAX_DELAY_SECONDS = 10 * 366 * 86400.0
 MAX_JITTER_SECONDS = 86400

@@ -23,6 +23,7 @@ from tickwheel import (
     StaleFence,
     TaskNotFound,
     Unauthorized,
+    Workflow,
 )
 from tickwheel.api.app import create_app
 from tickwheel.api.auth import new_token, token_hash
@@ -291,3 +292,30 @@ async def test_overload_is_raised_with_the_servers_retry_after(bare_node: Node) 
         assert network.requests == ["POST /api/tasks"]
         assert overloaded.value.retry_after_seconds == 60
         assert (await client.queues()).admitting is False  # reads still work
+
+
+async def test_workflows_through_the_client_survive_a_lost_answer(connect: ClientFactory) -> None:
+    client, network = await connect(lose=1)
+    flow = Workflow("etl")
+    first = flow.task("first", "noop", {"step": 1})
+    flow.task("second", "noop", {"step": 2}, after=[first], max_retries=1)
+    flow.task("later", "noop", after=[first], delay_seconds=3600)
+
+    submitted = await client.submit_workflow(flow)
+    assert network.requests == ["POST /api/workflows"] * 2  # one store, found again
+    assert [t.name for t in submitted.tasks] == ["first", "second", "later"]
+    assert submitted.tasks[1].dependencies == ["first"]
+    assert len([t async for t in client.iter_tasks()]) == 3
+
+    cancelled = await client.cancel_workflow(submitted.workflow_id)
+    assert cancelled.cancelled >= 1
+    shown = await client.get_workflow(submitted.workflow_id)
+    assert shown.status in ("cancelled", "failed")  # whatever had not finished is cancelled
+    assert {t.status for t in shown.tasks if t.name == "later"} == {"cancelled"}
+
+    schedule = await client.schedule_workflow(flow, "0 3 * * *", timezone="Europe/Paris")
+    task = await client.get(schedule.task_id)
+    assert task.schedule.cron_expression == "0 3 * * *"
+    assert task.schedule.timezone == "Europe/Paris"
+    with pytest.raises(TaskNotFound):
+        await client.get_workflow("no-such-workflow")

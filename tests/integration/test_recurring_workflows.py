@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel import App, TaskContext
+from tickwheel import App, TaskContext, Workflow
 from tickwheel.clock import SystemClock
 from tickwheel.config import Settings
 from tickwheel.engine.node import Node
@@ -172,3 +172,24 @@ async def test_a_repeated_key_returns_the_first_schedule(api: httpx.AsyncClient)
     again = await api.post("/api/workflows/recurring", json=keyed)
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["schedule_id"] == first.json()["schedule_id"]
+
+
+async def test_the_embedded_node_takes_a_workflow_built_in_code(
+    node: Node, ran: list[tuple[str, str]]
+) -> None:
+    flow = Workflow("built")
+    a = flow.task("a", "step", "a")
+    b = flow.task("b", "step", "b", after=[a])
+    flow.task("c", "step", "c", after=[a, b])
+    view = await node.submit_workflow(flow, idempotency_key="build-1")
+    again = await node.submit_workflow(flow, idempotency_key="build-1")
+    assert again.duplicate and again.record.workflow_id == view.record.workflow_id
+    deadline = time.monotonic() + 20
+    while (await node.workflows.get(view.record.workflow_id)).status != "succeeded":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    assert [payload for _, payload in ran] == ["a", "b", "c"]
+
+    scheduled = await node.schedule_workflow(flow, "0 3 * * *", overlap_policy="skip")
+    shown = await node.service.get(scheduled.task_id)
+    assert shown.schedule is not None and shown.schedule.overlap_policy == "skip"

@@ -70,9 +70,7 @@ async def submit_task(
     if body.idempotency_key is None and idempotency_key is not None:
         body = body.model_copy(update={"idempotency_key": idempotency_key})
     submitted = await node.service.submit(views.task_request(body, node))
-    if submitted.duplicate:
-        response.status_code = 200
-        response.headers["Idempotent-Replayed"] = "true"
+    views.mark_replayed(response, submitted.duplicate)
     return views.submitted_out(submitted)
 
 

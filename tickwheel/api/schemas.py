@@ -358,6 +358,13 @@ class WorkflowTaskIn(TaskIn):
 class WorkflowIn(Strict):
     name: str = Field("workflow", min_length=1, max_length=128)
     tasks: list[WorkflowTaskIn] = Field(min_length=1, max_length=MAX_BATCH_TASKS)
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="Names one workflow: submitting again with the same key stores "
+        "nothing and returns the workflow stored first.",
+    )
 
 
 class RecurringWorkflowIn(WorkflowIn):

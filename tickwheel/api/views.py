@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fastapi import Response
+
 from tickwheel.api.schemas import (
     ExecutionOut,
     RetryBackoffOut,
@@ -60,6 +62,13 @@ def schedule_request(s: ScheduleIn) -> ScheduleRequest:
         misfire=s.misfire_policy,
         overlap=s.overlap_policy,
     )
+
+
+def mark_replayed(response: Response, duplicate: bool) -> None:
+    """An idempotent repeat is answered 200, not 201, and says so."""
+    if duplicate:
+        response.status_code = 200
+        response.headers["Idempotent-Replayed"] = "true"
 
 
 def submitted_out(submitted: Submitted) -> SubmittedOut:

@@ -14,6 +14,7 @@ from tickwheel.api.schemas import (
     WorkflowIn,
     WorkflowOut,
 )
+from tickwheel.engine.workflows import keyed_workflow_id
 
 router = APIRouter(prefix="/api/workflows", tags=["workflows"])
 
@@ -25,13 +26,17 @@ router = APIRouter(prefix="/api/workflows", tags=["workflows"])
     responses=SUBMIT_ERRORS,
     dependencies=needs(Scope.SUBMIT),
 )
-async def submit_workflow(body: WorkflowIn, request: Request) -> WorkflowOut:
+async def submit_workflow(body: WorkflowIn, request: Request, response: Response) -> WorkflowOut:
     """Up to 10,000 tasks that refer to each other by name, checked (unknown names,
     self-dependencies, cycles) and stored in one transaction: all or nothing."""
     node = node_of(request)
     node.admission.check()
     nodes = views.workflow_nodes(body, node)
-    return views.workflow_out(await node.workflows.submit(body.name, nodes))
+    key = body.idempotency_key
+    workflow_id = keyed_workflow_id(key) if key is not None else None
+    view = await node.workflows.submit(body.name, nodes, workflow_id=workflow_id)
+    views.mark_replayed(response, view.duplicate)
+    return views.workflow_out(view)
 
 
 @router.post(
@@ -56,9 +61,7 @@ async def schedule_workflow(
         views.schedule_request(body.schedule),
         idempotency_key=body.idempotency_key,
     )
-    if submitted.duplicate:
-        response.status_code = 200
-        response.headers["Idempotent-Replayed"] = "true"
+    views.mark_replayed(response, submitted.duplicate)
     return views.submitted_out(submitted)
 
 

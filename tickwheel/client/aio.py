@@ -6,7 +6,7 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from typing_extensions import Unpack
@@ -23,12 +23,17 @@ from tickwheel.api.schemas import (
     SubmittedOut,
     TaskOut,
     TaskPage,
+    WorkflowCancelledOut,
+    WorkflowOut,
 )
 from tickwheel.client import calls
 from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
 from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
-from tickwheel.models import SubmitOptions
+from tickwheel.models import ScheduleOptions, SubmitOptions
+
+if TYPE_CHECKING:
+    from tickwheel.workflow import Workflow
 
 T = TypeVar("T")
 
@@ -103,6 +108,20 @@ class AsyncClient(ClientBase):
         all or none; `InvalidBatch` names every invalid entry."""
         return await self._send(calls.submit_many(tasks))
 
+    async def submit_workflow(
+        self, flow: Workflow, *, idempotency_key: str | None = None
+    ) -> WorkflowOut:
+        """Submit a workflow built in code, checked and stored whole. Without an
+        `idempotency_key` the client makes one, so its own retries never store it twice."""
+        return await self._send(calls.submit_workflow(flow.body(idempotency_key=idempotency_key)))
+
+    async def schedule_workflow(
+        self, flow: Workflow, cron: str, **options: Unpack[ScheduleOptions]
+    ) -> SubmittedOut:
+        """Launch the whole workflow at every fire time of `cron`; the options are the
+        schedule's. Manage it by its `schedule_id` like any recurring task."""
+        return await self._send(calls.schedule_workflow(flow.body(cron=cron, **options)))
+
     # -- reading -------------------------------------------------------------
 
     async def get(self, task_id: str) -> TaskOut:
@@ -162,7 +181,14 @@ class AsyncClient(ClientBase):
     async def health(self) -> HealthOut:
         return await self._send(calls.health())
 
+    async def get_workflow(self, workflow_id: str) -> WorkflowOut:
+        return await self._send(calls.get_workflow(workflow_id))
+
     # -- operations ----------------------------------------------------------
+
+    async def cancel_workflow(self, workflow_id: str) -> WorkflowCancelledOut:
+        """Cancel every task of the workflow not yet finished."""
+        return await self._send(calls.cancel_workflow(workflow_id))
 
     async def cancel(self, task_id: str) -> CancelledOut:
         return await self._send(calls.cancel(task_id))

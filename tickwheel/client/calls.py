@@ -32,6 +32,8 @@ from tickwheel.api.schemas import (
     SubmittedOut,
     TaskOut,
     TaskPage,
+    WorkflowCancelledOut,
+    WorkflowOut,
 )
 from tickwheel.errors import (
     Conflict,
@@ -128,6 +130,14 @@ def submit_many(bodies: Iterable[Mapping[str, Any]]) -> Call[list[SubmittedOut]]
     return Call("POST", "/api/tasks/batch", parse, json={"tasks": tasks})
 
 
+def submit_workflow(body: Mapping[str, Any]) -> Call[WorkflowOut]:
+    return Call("POST", "/api/workflows", _model(WorkflowOut), json=_keyed(body))
+
+
+def schedule_workflow(body: Mapping[str, Any]) -> Call[SubmittedOut]:
+    return Call("POST", "/api/workflows/recurring", _model(SubmittedOut), json=_keyed(body))
+
+
 # -- reading -----------------------------------------------------------------
 
 
@@ -162,6 +172,10 @@ def history(task_id: str, limit: int, next_token: str | None) -> Call[HistoryPag
     return Call("GET", path, _model(HistoryPage), params=params)
 
 
+def get_workflow(workflow_id: str) -> Call[WorkflowOut]:
+    return Call("GET", f"/api/workflows/{_segment(workflow_id)}", _model(WorkflowOut))
+
+
 def queues() -> Call[QueuesOut]:
     return Call("GET", "/api/queues", _model(QueuesOut))
 
@@ -177,6 +191,11 @@ def health() -> Call[HealthOut]:
 
 def cancel(task_id: str) -> Call[CancelledOut]:
     return Call("DELETE", f"/api/tasks/{_segment(task_id)}", _model(CancelledOut))
+
+
+def cancel_workflow(workflow_id: str) -> Call[WorkflowCancelledOut]:
+    path = f"/api/workflows/{_segment(workflow_id)}"
+    return Call("DELETE", path, _model(WorkflowCancelledOut))
 
 
 def redrive(task_ids: Iterable[str]) -> Call[RedriveOut]:

@@ -6,7 +6,7 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from typing_extensions import Unpack
@@ -23,12 +23,17 @@ from tickwheel.api.schemas import (
     SubmittedOut,
     TaskOut,
     TaskPage,
+    WorkflowCancelledOut,
+    WorkflowOut,
 )
 from tickwheel.client import calls
 from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
 from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
-from tickwheel.models import SubmitOptions
+from tickwheel.models import ScheduleOptions, SubmitOptions
+
+if TYPE_CHECKING:
+    from tickwheel.workflow import Workflow
 
 T = TypeVar("T")
 
@@ -101,6 +106,18 @@ class Client(ClientBase):
         all or none; `InvalidBatch` names every invalid entry."""
         return self._send(calls.submit_many(tasks))
 
+    def submit_workflow(self, flow: Workflow, *, idempotency_key: str | None = None) -> WorkflowOut:
+        """Submit a workflow built in code, checked and stored whole. Without an
+        `idempotency_key` the client makes one, so its own retries never store it twice."""
+        return self._send(calls.submit_workflow(flow.body(idempotency_key=idempotency_key)))
+
+    def schedule_workflow(
+        self, flow: Workflow, cron: str, **options: Unpack[ScheduleOptions]
+    ) -> SubmittedOut:
+        """Launch the whole workflow at every fire time of `cron`; the options are the
+        schedule's. Manage it by its `schedule_id` like any recurring task."""
+        return self._send(calls.schedule_workflow(flow.body(cron=cron, **options)))
+
     # -- reading -------------------------------------------------------------
 
     def get(self, task_id: str) -> TaskOut:
@@ -155,7 +172,14 @@ class Client(ClientBase):
     def health(self) -> HealthOut:
         return self._send(calls.health())
 
+    def get_workflow(self, workflow_id: str) -> WorkflowOut:
+        return self._send(calls.get_workflow(workflow_id))
+
     # -- operations ----------------------------------------------------------
+
+    def cancel_workflow(self, workflow_id: str) -> WorkflowCancelledOut:
+        """Cancel every task of the workflow not yet finished."""
+        return self._send(calls.cancel_workflow(workflow_id))
 
     def cancel(self, task_id: str) -> CancelledOut:
         return self._send(calls.cancel(task_id))

@@ -12,7 +12,7 @@ import logging
 import uuid
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from typing_extensions import Unpack
 
@@ -30,9 +30,20 @@ from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
-from tickwheel.engine.workflows import WorkflowService
+from tickwheel.engine.workflows import (
+    WorkflowNode,
+    WorkflowService,
+    WorkflowView,
+    keyed_workflow_id,
+)
 from tickwheel.errors import InvalidRequest
-from tickwheel.models import SUBMIT_OPTIONS, ScheduleType, SubmitOptions, TaskOptions
+from tickwheel.models import (
+    SUBMIT_OPTIONS,
+    ScheduleOptions,
+    ScheduleType,
+    SubmitOptions,
+    TaskOptions,
+)
 from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Store
 from tickwheel.storage.factory import open_store
@@ -41,6 +52,9 @@ from tickwheel.worker.context import TaskContext
 from tickwheel.worker.http_policy import HttpPolicy
 from tickwheel.worker.registry import App, TaskType
 from tickwheel.worker.runner import Worker, default_worker_id
+
+if TYPE_CHECKING:
+    from tickwheel.workflow import Workflow
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +226,37 @@ class Node:
         """Submit a task, acknowledged once committed; the options are those of
         `Client.submit`. Raises `InvalidRequest` naming the option at fault."""
         return await self.service.submit(self.request_of(task_type, payload, options))
+
+    async def submit_workflow(
+        self, flow: Workflow, *, idempotency_key: str | None = None
+    ) -> WorkflowView:
+        """Submit a workflow built in code, checked and stored whole. With a key, a
+        repeat stores nothing and returns the workflow stored first."""
+        workflow_id = keyed_workflow_id(idempotency_key) if idempotency_key else None
+        return await self.workflows.submit(flow.name, self._nodes_of(flow), workflow_id=workflow_id)
+
+    async def schedule_workflow(
+        self, flow: Workflow, cron: str, **options: Unpack[ScheduleOptions]
+    ) -> Submitted:
+        """Launch the whole workflow at every fire time of `cron`; the options are the
+        schedule's (`timezone`, `jitter_seconds`, `misfire_policy`, `overlap_policy`,
+        `idempotency_key`). The answer carries the schedule's id."""
+        schedule = _schedule_of(cast(SubmitOptions, {"cron": cron, **options}))
+        return await self.recurring.schedule(
+            flow.name,
+            self._nodes_of(flow),
+            schedule,
+            idempotency_key=options.get("idempotency_key"),
+        )
+
+    def _nodes_of(self, flow: Workflow) -> list[WorkflowNode]:
+        return [
+            WorkflowNode(
+                t.name,
+                self.request_of(t.task_type, t.payload, {**t.options, "dependencies": t.after}),
+            )
+            for t in flow.tasks
+        ]
 
     def request_of(self, task_type: str, payload: Any, options: SubmitOptions) -> TaskRequest:
         unknown = options.keys() - SUBMIT_OPTIONS

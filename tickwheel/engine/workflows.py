@@ -6,6 +6,7 @@ tasks then run like any others with dependencies. Its status is derived from the
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -40,10 +41,16 @@ class WorkflowView:
     record: WorkflowRecord
     status: str
     nodes: list[NodeView]
+    duplicate: bool = False  # submitted again under its id: the workflow stored first
 
     @property
     def counts(self) -> dict[str, int]:
         return dict(Counter(str(n.task.status) for n in self.nodes))
+
+
+def keyed_workflow_id(idempotency_key: str) -> str:
+    """The id of the workflow submitted with this key: a repeat names the same one."""
+    return "wf-" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:32]
 
 
 def derived_status(statuses: Sequence[Status]) -> str:
@@ -78,9 +85,10 @@ class WorkflowService:
         same `workflow_id` stores nothing and answers the workflow stored first."""
         workflow = WorkflowRecord(workflow_id or new_id(), name, self._clock.now_ms())
         tasks = self._tasks_of(workflow, nodes)
-        if await self._store.insert_workflow(workflow, tasks):
+        created = await self._store.insert_workflow(workflow, tasks)
+        if created:
             self._on_committed()
-        return await self.get(workflow.workflow_id)
+        return replace(await self.get(workflow.workflow_id), duplicate=not created)
 
     def check(self, name: str, nodes: Sequence[WorkflowNode]) -> None:
         """Raise what `submit` would for this workflow, storing nothing."""
