@@ -83,14 +83,29 @@ class Workflow:
         """The JSON body of `POST /api/workflows`, or with `cron` (and `timezone`,
         `jitter_seconds`, `misfire_policy`, `overlap_policy`) of
         `POST /api/workflows/recurring`."""
-        body: dict[str, Any] = {"name": self.name, "tasks": [_task_json(t) for t in self.tasks]}
-        if idempotency_key is not None:
-            body["idempotency_key"] = idempotency_key
-        if cron is not None:
-            body["schedule"] = {"type": "cron", "cron_expression": cron, **_known(schedule)}
-        elif schedule:
-            raise TypeError("schedule options need cron")
-        return body
+        plain = {"name": self.name, "tasks": [_task_json(t) for t in self.tasks]}
+        return workflow_body(plain, idempotency_key=idempotency_key, cron=cron, **schedule)
+
+
+def workflow_body(
+    flow: Workflow | Mapping[str, Any],
+    *,
+    idempotency_key: str | None = None,
+    cron: str | None = None,
+    **schedule: Any,
+) -> dict[str, Any]:
+    """The body for a `Workflow`, or for a workflow given as a body already (read from a
+    file, say) with the key and the cron schedule put in."""
+    if isinstance(flow, Workflow):
+        return flow.body(idempotency_key=idempotency_key, cron=cron, **schedule)
+    body = dict(flow)  # a copy: the caller's mapping stays as it was
+    if idempotency_key is not None:
+        body["idempotency_key"] = idempotency_key
+    if cron is not None:
+        body["schedule"] = {"type": "cron", "cron_expression": cron, **_known(schedule)}
+    elif schedule:
+        raise TypeError("schedule options need cron")
+    return body
 
 
 def _task_json(t: WorkflowTask) -> dict[str, Any]:

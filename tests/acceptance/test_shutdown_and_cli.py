@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -103,3 +104,55 @@ def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "cannot reach" in done.stdout
+
+
+DIAMOND_YAML = """\
+name: diamond
+tasks:
+  - name: a
+    task_type: noop
+  - name: b
+    task_type: noop
+    dependencies: [a]
+  - name: c
+    task_type: noop
+    dependencies: [a]
+    max_retries: 1
+  - name: d
+    task_type: noop
+    dependencies: [b, c]
+"""
+
+
+def test_cli_workflow_from_yaml_and_json_files(tickwheel_factory: type, tmp_path: Path) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    (tmp_path / "diamond.yaml").write_text(DIAMOND_YAML)
+    out = _cli(tw, "workflow", "submit", str(tmp_path / "diamond.yaml"))
+    match = re.search(r"workflow (\S+) \(diamond\)", out)
+    assert match, out
+    workflow_id = match.group(1)
+    assert wait_for(lambda: ": succeeded" in _cli(tw, "workflow", "show", workflow_id), timeout=20)
+
+    recurring = tmp_path / "nightly.json"
+    recurring.write_text(
+        json.dumps({"name": "nightly", "tasks": [{"name": "x", "task_type": "noop"}]})
+    )
+    scheduled = json.loads(_cli(tw, "workflow", "submit", str(recurring), "--cron", "0 3 * * *"))
+    assert scheduled["schedule_id"] == scheduled["task_id"]
+    assert json.loads(_cli(tw, "status", scheduled["task_id"]))["task_type"] == "tickwheel.workflow"
+    assert json.loads(_cli(tw, "workflow", "cancel", workflow_id)) == {"ok": True, "cancelled": 0}
+
+    cycle = tmp_path / "cycle.yaml"
+    cycle.write_text(
+        DIAMOND_YAML.replace(
+            "dependencies: [a]\n    max_retries", "dependencies: [d]\n    max_retries"
+        )
+    )
+    bad = subprocess.run(
+        [TICKWHEEL, "workflow", "submit", str(cycle), "--url", tw.url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert bad.returncode == 1
+    assert "cycle" in bad.stdout

@@ -6,6 +6,7 @@ import typer
 
 from tickwheel.cli import tasks, up
 from tickwheel.cli.tokens import tokens
+from tickwheel.cli.workflows import workflows
 
 cli = typer.Typer(
     name="tickwheel",
@@ -16,6 +17,7 @@ cli = typer.Typer(
 cli.command("up")(up.up)
 tasks.register(cli)
 cli.add_typer(tokens, name="token")
+cli.add_typer(workflows, name="workflow")
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ def register(cli: typer.Typer) -> None:
     cli.command()(cancel)
 
 
-def _call(url: str, work: Callable[[Client], BaseModel]) -> Any:
+def call(url: str, work: Callable[[Client], BaseModel]) -> Any:
     """Run `work` with a client of `url`; print what went wrong and exit non-zero."""
     try:
         with Client(url) as client:
@@ -82,12 +82,12 @@ def submit(
         options["priority"] = priority
     if idempotency_key is not None:
         options["idempotency_key"] = idempotency_key
-    console.print_json(data=_call(url, lambda c: c.submit(task_type, data, **options)))
+    console.print_json(data=call(url, lambda c: c.submit(task_type, data, **options)))
 
 
 def status(task_id: str, url: URL = DEFAULT_URL) -> None:
     """Show a task: its state, times, attempts and last error."""
-    console.print_json(data=_call(url, lambda c: c.get(task_id)))
+    console.print_json(data=call(url, lambda c: c.get(task_id)))
 
 
 def list_tasks(
@@ -97,7 +97,7 @@ def list_tasks(
     url: URL = DEFAULT_URL,
 ) -> None:
     """List the newest tasks."""
-    page = _call(url, lambda c: c.list_tasks(state, task_type=task_type, limit=limit))
+    page = call(url, lambda c: c.list_tasks(state, task_type=task_type, limit=limit))
     table = Table("task_id", "type", "status", "due_time", "attempts", "last_error")
     for t in page["tasks"]:
         table.add_row(
@@ -113,4 +113,4 @@ def list_tasks(
 
 def cancel(task_id: str, url: URL = DEFAULT_URL) -> None:
     """Cancel a task, or disable a cron task's schedule."""
-    console.print_json(data=_call(url, lambda c: c.cancel(task_id)))
+    console.print_json(data=call(url, lambda c: c.cancel(task_id)))

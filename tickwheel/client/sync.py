@@ -6,7 +6,7 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from typing_extensions import Unpack
@@ -31,9 +31,7 @@ from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
 from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
 from tickwheel.models import ScheduleOptions, SubmitOptions
-
-if TYPE_CHECKING:
-    from tickwheel.workflow import Workflow
+from tickwheel.workflow import Workflow, workflow_body
 
 T = TypeVar("T")
 
@@ -106,17 +104,26 @@ class Client(ClientBase):
         all or none; `InvalidBatch` names every invalid entry."""
         return self._send(calls.submit_many(tasks))
 
-    def submit_workflow(self, flow: Workflow, *, idempotency_key: str | None = None) -> WorkflowOut:
-        """Submit a workflow built in code, checked and stored whole. Without an
-        `idempotency_key` the client makes one, so its own retries never store it twice."""
-        return self._send(calls.submit_workflow(flow.body(idempotency_key=idempotency_key)))
+    def submit_workflow(
+        self, flow: Workflow | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> WorkflowOut:
+        """Submit a workflow (built in code, or a body of `POST /api/workflows`), checked
+        and stored whole. Without an `idempotency_key` the client makes one, so its own
+        retries never store it twice."""
+        body = workflow_body(flow, idempotency_key=idempotency_key)
+        return self._send(calls.submit_workflow(body))
 
     def schedule_workflow(
-        self, flow: Workflow, cron: str, **options: Unpack[ScheduleOptions]
+        self,
+        flow: Workflow | Mapping[str, Any],
+        cron: str | None = None,
+        **options: Unpack[ScheduleOptions],
     ) -> SubmittedOut:
-        """Launch the whole workflow at every fire time of `cron`; the options are the
-        schedule's. Manage it by its `schedule_id` like any recurring task."""
-        return self._send(calls.schedule_workflow(flow.body(cron=cron, **options)))
+        """Launch the whole workflow at every fire time of `cron` (or of the `schedule`
+        of a body); the options are the schedule's. Manage it by its `schedule_id` like
+        any recurring task."""
+        body = workflow_body(flow, cron=cron, **options)
+        return self._send(calls.schedule_workflow(body))
 
     # -- reading -------------------------------------------------------------
 
