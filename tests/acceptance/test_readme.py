@@ -74,3 +74,39 @@ def test_client_examples_run_verbatim(tickwheel_factory: type) -> None:
     sync, asynchronous = outputs
     assert " pending\nsucceeded\nTrue True\nnot found: " in sync
     assert asynchronous == "1000 submitted\nsucceeded\n"
+
+
+def marked_blocks(marker: str, language: str) -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    part = readme.split(f"<!-- {marker}:start -->")[1].split(f"<!-- {marker}:end -->")[0]
+    return re.findall(rf"```{language}\n(.*?)```", part, flags=re.DOTALL)
+
+
+def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    script = "\n".join(marked_blocks("workflows", "sh")).replace(":8700", f":{tw.port}")
+    shell = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env={**tw.env, "TICKWHEEL_URL": tw.url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 0, shell.stderr + shell.stdout
+    out = shell.stdout
+    assert "(nightly-etl)" in out and "load" in out  # the workflow from the file
+    assert '"schedule_id"' in out  # the recurring one
+    assert '"status":"pending"' in out  # the dependent task, accepted
+    assert '"field":"tasks"' in out and "a -> b -> a" in out  # the cycle, named
+
+    (block,) = marked_blocks("workflow-python", "python")
+    python = subprocess.run(
+        [sys.executable, "-c", block.replace(":8700", f":{tw.port}")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert python.returncode == 0, python.stderr
+    assert python.stdout == "['extract', 'clean', 'load']\n0 3 * * *\n"
