@@ -988,10 +988,10 @@ async def test_a_dependent_waits_for_every_predecessor_and_counts_each_once(stor
     mark = await store.max_mark()
 
     assert await store.finish([success(await claim(store, a), at=T0 + 1)]) == [True]
-    assert await store.has_propagations()
+    assert await store.has_propagations(T0 + DAY)
     assert await store.propagate(T0 + 2) == (0, 0, False)
     assert await store.propagate(T0 + 2) == (0, 0, False)  # again: nothing counted twice
-    assert not await store.has_propagations()
+    assert not await store.has_propagations(T0 + DAY)
     assert (await get(store, c)).status is Status.BLOCKED
 
     assert await store.finish([success(await claim(store, b), at=T0 + 3)]) == [True]
@@ -1028,7 +1028,7 @@ async def test_dependencies_on_ended_tasks_are_settled_at_insert(store: Store) -
         Status.UPSTREAM_FAILED,
         Status.BLOCKED,
     ]
-    assert not await store.has_propagations()
+    assert not await store.has_propagations(T0 + DAY)
 
 
 async def test_an_unknown_predecessor_rejects_the_insert(store: Store) -> None:
@@ -1123,3 +1123,24 @@ def claimed_of(record: TaskRecord) -> ClaimedTask:
         record.options.timeout_seconds,
         record.options,
     )
+
+
+async def test_a_cancelled_running_holder_keeps_its_key_until_its_lease_ends(store: Store) -> None:
+    a, b = await store.insert_tasks([in_line("a", due=T0), in_line("b", due=T0 + 1)])
+    running = await claim(store, a)  # its lease runs to T0 + LEASE
+    assert await store.cancel(a, running.fence, T0 + 2)
+    assert await store.propagate(T0 + 3) == (0, 0, False)  # its attempt may still run
+    assert await claim_all(store, [b], now=T0 + 4) == []
+    assert not await store.has_propagations(T0 + 5)
+    assert await store.has_propagations(T0 + LEASE)
+    assert await store.propagate(T0 + LEASE) == (1, 0, False)  # the lease ended: b's turn
+    assert await claim_all(store, [b], now=T0 + LEASE + 1) == [b]
+
+
+async def test_a_waiting_task_gets_its_turn_whatever_the_resolvers_clock(store: Store) -> None:
+    a, b = await store.insert_tasks([in_line("a", due=T0), in_line("b", due=T0 + 10)])
+    first = await claim(store, a)
+    assert await claim_all(store, [b], now=T0 + 10) == []  # waiting
+    await store.finish([success(first, at=T0 + 11)])
+    assert await store.propagate(T0 + 5) == (1, 0, False)  # a clock behind the claimer's
+    assert await claim_all(store, [b], now=T0 + 12) == [b]

@@ -220,7 +220,7 @@ async def test_an_end_not_yet_told_to_its_dependents_is_told_on_restart(
     seq, _ = await store.insert_tasks([first, second])
     (claimed,) = await store.claim([(seq, now)], now_ms=now, lease_ms=30_000, worker_id="gone")
     assert await store.finish([attempts.succeeded(seq, claimed.fence, now)]) == [True]
-    assert await store.has_propagations()
+    assert await store.has_propagations(now)
     await store.close()  # the process dies here
 
     app = App()

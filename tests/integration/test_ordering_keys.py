@@ -30,6 +30,8 @@ class Log:
         self.overlaps = 0
         self.busy_keys = 0
         self.most_keys_at_once = 0
+        self.started_at: dict[tuple[str, int], float] = {}
+        self.ended_at: dict[tuple[str, int], float] = {}
 
 
 @pytest.fixture
@@ -44,6 +46,7 @@ async def node(tmp_path: Path, log: Log) -> AsyncIterator[Node]:
     async def record(payload: dict[str, Any]) -> None:
         key = payload["key"]
         log.started[key].append(payload["index"])
+        log.started_at[key, payload["index"]] = time.monotonic()
         log.running[key] += 1
         log.overlaps += log.running[key] > 1
         log.busy_keys += log.running[key] == 1
@@ -67,7 +70,17 @@ async def node(tmp_path: Path, log: Log) -> AsyncIterator[Node]:
         await record(payload)
         raise PermanentFailure("it broke")
 
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'keys.db'}", concurrency=32)
+    @app.task("slow")
+    async def slow(ctx: TaskContext, payload: dict[str, Any]) -> None:
+        log.started[payload["key"]].append(payload["index"])
+        try:
+            await asyncio.sleep(30)
+        finally:
+            log.ended_at[payload["key"], payload["index"]] = time.monotonic()
+
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'keys.db'}", concurrency=32, lease_seconds=2
+    )
     async with Node(settings=settings, app=app) as started:
         yield started
 
@@ -154,6 +167,25 @@ async def test_a_waiting_task_can_be_cancelled(node: Node) -> None:
         Status.SUCCEEDED,
         Status.CANCELLED,
     ]
+
+
+async def test_cancelling_a_running_task_passes_the_key_only_once_it_stopped(
+    node: Node, log: Log
+) -> None:
+    running = await node.submit("slow", {"key": "k", "index": 0}, ordering_key="k")
+    after = await node.submit("step", {"key": "k", "index": 1}, ordering_key="k")
+    deadline = time.monotonic() + 10
+    while (await node.service.get(running.task_id)).status is not Status.RUNNING:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    await node.service.cancel(running.task_id)
+    assert await settle(node, [running.task_id, after.task_id]) == [
+        Status.CANCELLED,
+        Status.SUCCEEDED,
+    ]
+    assert log.started["k"] == [0, 1]
+    # The cancelled attempt was stopped before the next task of its key started.
+    assert log.ended_at["k", 0] < log.started_at["k", 1]
 
 
 async def test_ordering_key_is_checked(node: Node) -> None:

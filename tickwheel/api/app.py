@@ -54,5 +54,6 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
         per_path={
             "/api/tasks/batch": node.settings.max_batch_bytes,
             "/api/workflows": node.settings.max_batch_bytes,
+            "/api/workflows/recurring": node.settings.max_batch_bytes,
         },
     )

@@ -60,7 +60,7 @@ class DependencyResolver:
     async def resolve(self) -> int:
         """Propagate everything queued; return how many dependents changed."""
         changed = 0
-        if not await self._store.has_propagations():
+        if not await self._store.has_propagations(self._clock.now_ms()):
             return changed
         while True:
             done = await self._store.propagate(self._clock.now_ms(), limit=BATCH)

@@ -20,7 +20,6 @@ from tickwheel.models import NewTask, Status, WorkflowRecord
 from tickwheel.storage.base import Store
 
 MAX_EDGES = 100_000
-ACTIVE = frozenset({Status.BLOCKED, Status.PENDING, Status.READY, Status.RUNNING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +54,7 @@ def keyed_workflow_id(idempotency_key: str) -> str:
 
 def derived_status(statuses: Sequence[Status]) -> str:
     """running while any task may still run; then succeeded, failed or cancelled."""
-    if any(s in ACTIVE for s in statuses):
+    if any(not s.is_final for s in statuses):
         return "running"
     if all(s is Status.SUCCEEDED for s in statuses):
         return "succeeded"

@@ -90,8 +90,8 @@ class TaskStore(Protocol):
         (predecessor seq, dependent seq), read together."""
         ...
 
-    async def has_propagations(self) -> bool:
-        """Whether ended tasks wait to be propagated (a read, cheap when idle)."""
+    async def has_propagations(self, now_ms: int) -> bool:
+        """Whether ended tasks wait to be propagated by now (a read, cheap when idle)."""
         ...
 
     async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]: ...

@@ -28,6 +28,7 @@ WHERE seq IN (SELECT value FROM json_each(?)) AND has_dependents = 0;
 -- name: take_propagations
 -- Tasks that reached a final state, their dependents and ordering key not yet told.
 SELECT p.seq, t.task_id, t.status, t.ordering_key FROM propagations AS p JOIN tasks AS t ON t.seq = p.seq
+WHERE p.not_before <= :now
 ORDER BY p.seq LIMIT :limit;
 
 -- name: settle_edges
@@ -58,14 +59,15 @@ FROM (SELECT value ->> 0 AS fseq, value ->> 1 AS error FROM json_each(:tasks)) A
 WHERE tasks.seq = f.fseq AND +tasks.status = 'blocked';
 
 -- name: key_holder
-SELECT o.holder_seq, t.status FROM ordering_keys AS o JOIN tasks AS t ON t.seq = o.holder_seq
+SELECT o.holder_seq, t.status, t.lease_expires_at FROM ordering_keys AS o JOIN tasks AS t ON t.seq = o.holder_seq
 WHERE o.ordering_key = ?;
 
 -- name: next_of_key
--- The key's next task: the earliest due of those due and not yet run.
+-- The key's next task: the earliest due of those not yet run that are due (a waiting
+-- task was, whatever this clock says).
 SELECT seq, status FROM tasks INDEXED BY tasks_ordering
 WHERE ordering_key = :key AND ordering_key IS NOT NULL AND status IN ('pending', 'waiting')
-  AND due_time <= :now
+  AND (status = 'waiting' OR due_time <= :now)
 ORDER BY due_time, seq
 LIMIT 1;
 
@@ -109,7 +111,11 @@ SELECT predecessor_seq, dependent_seq FROM task_edges
 WHERE dependent_seq IN (SELECT value FROM json_each(?));
 
 -- name: has_propagations
-SELECT EXISTS (SELECT 1 FROM propagations);
+SELECT EXISTS (SELECT 1 FROM propagations WHERE not_before <= ?);
+
+-- name: propagate_later
+INSERT INTO propagations (seq, not_before) VALUES (?, ?)
+ON CONFLICT (seq) DO UPDATE SET not_before = excluded.not_before;
 
 -- name: take_idempotency_key
 -- Ours if the key is free or its holder is older than the window; the primary key
@@ -205,8 +211,10 @@ ORDER BY lease_expires_at
 LIMIT :limit;
 
 -- name: cancel
+-- A running task keeps its lease's end: its attempt may run until then (its key waits).
 UPDATE tasks
-SET status = 'cancelled', version = version + 1, completed_at = :now, lease_expires_at = NULL
+SET status = 'cancelled', version = version + 1, completed_at = :now,
+    lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END
 WHERE seq = :seq AND version = :version;
 
 -- name: get_task

@@ -156,7 +156,9 @@ CREATE INDEX task_edges_dependent ON task_edges (dependent_seq);
 -- their dependents and their key: written in the transaction that ends the task, so no
 -- end is ever missed.
 CREATE TABLE propagations (
-    seq  INTEGER PRIMARY KEY
+    seq         INTEGER PRIMARY KEY,
+    -- Not before this time: a cancelled holder's attempt may run until its lease ends.
+    not_before  INTEGER NOT NULL DEFAULT 0
 );
 
 -- Which task holds each ordering key: from its claim (or its turn, handed over when the

@@ -11,7 +11,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from tickwheel.errors import IdempotencyConflict, InvalidRequest, RejectedItems, TickwheelError
 from tickwheel.models import (
@@ -105,8 +105,10 @@ class SqliteStore:
         found = await self._reader.run(work)
         return found
 
-    async def has_propagations(self) -> bool:
-        row = await self._reader.run(lambda db: db.execute(q("has_propagations")).fetchone())
+    async def has_propagations(self, now_ms: int) -> bool:
+        row = await self._reader.run(
+            lambda db: db.execute(q("has_propagations"), (now_ms,)).fetchone()
+        )
         return bool(row[0])
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
@@ -479,13 +481,12 @@ def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
     succeeded, fail those whose predecessor did not (their own dependents follow in a
     later round, queued by the same trigger). Hand the ordering key of each ended task
     on to the next task of that key."""
-    ended = db.execute(q("take_propagations"), {"limit": limit}).fetchall()
+    ended = db.execute(q("take_propagations"), {"limit": limit, "now": now_ms}).fetchall()
     if not ended:
         return Propagated(0, 0, more=False)
     ok = [seq for seq, _, status, _ in ended if status == Status.SUCCEEDED]
     failed = {seq: (task_id, status) for seq, task_id, status, _ in ended if seq not in ok}
-    keys = {key for *_, key in ended if key is not None}
-    unblocked = sum(_settle_key(db, key, now_ms)[1] for key in sorted(keys))
+    unblocked, later = _pass_keys(db, ended, now_ms)
     upstream_failed = 0
     if ok:
         settled = db.execute(q("settle_edges"), {"seqs": json.dumps(ok), "state": "satisfied"})
@@ -506,7 +507,8 @@ def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
         params = {"tasks": json.dumps(list(errors.items())), "now": now_ms}
         upstream_failed = db.execute(q("fail_upstream"), params).rowcount
     db.execute(q("forget_propagations"), (json.dumps([seq for seq, *_ in ended]),))
-    more = db.execute(q("has_propagations")).fetchone()[0]
+    db.executemany(q("propagate_later"), later)
+    more = db.execute(q("has_propagations"), (now_ms,)).fetchone()[0]
     return Propagated(unblocked, upstream_failed, more=bool(more))
 
 
@@ -519,7 +521,7 @@ def _claim_keyed(
     keyed = db.execute(q("keyed_claims"), {"seqs": seqs, "now": now}).fetchall()
     if not keyed:
         return []
-    holders = {key: _settle_key(db, key, now)[0] for key in {key for _, key in keyed}}
+    holders = {key: _settle_key(db, key, now).holder for key in {key for _, key in keyed}}
     turn = {seq for seq, key in keyed if holders[key] == seq}
     db.execute(q("wait_for_turn"), (json.dumps([seq for seq, _ in keyed if seq not in turn]),))
     if not turn:
@@ -528,24 +530,53 @@ def _claim_keyed(
     return db.execute(q("claim"), {**params, "claims": claims, "keyed": 1}).fetchall()
 
 
-def _settle_key(db: sqlite3.Connection, key: str, now_ms: int) -> tuple[int | None, bool]:
-    """Who holds `key` now: its holder while that has not ended for good, else the
-    earliest due of its tasks not yet run, whose turn it becomes (a waiting one is made
-    pending again). Returns (holder or None, whether a waiting task took its turn)."""
+class _Turn(NamedTuple):
+    holder: int | None
+    took_turn: bool = False  # a waiting task's turn came: it is pending again
+    busy_until: int | None = None  # a cancelled holder's attempt may run until then
+
+
+def _settle_key(db: sqlite3.Connection, key: str, now_ms: int) -> _Turn:
+    """Who holds `key` now: its holder while that has not ended for good (a cancelled
+    one until its attempt's lease ends), else the earliest due of its tasks not yet run,
+    whose turn it becomes (a waiting one is made pending again)."""
     held = db.execute(q("key_holder"), (key,)).fetchone()
-    if held is not None and not Status(held[1]).is_final:
-        return held[0], False
+    if held is not None:
+        holder, status, lease_until = held
+        if not Status(status).is_final:
+            return _Turn(holder)
+        if status == Status.CANCELLED and lease_until is not None and lease_until > now_ms:
+            return _Turn(holder, busy_until=lease_until)
     nxt = db.execute(q("next_of_key"), {"key": key, "now": now_ms}).fetchone()
     if nxt is None:
         db.execute(q("free_key"), (key,))
-        return None, False
+        return _Turn(None)
     seq, status = nxt
     db.execute(q("hold_key"), (key, seq))
     if status != Status.WAITING:
-        return seq, False
+        return _Turn(seq)
     (mark,) = _take_marks(db, 1)
     db.execute(q("take_turn"), {"seq": seq, "mark": mark})
-    return seq, True
+    return _Turn(seq, took_turn=True)
+
+
+def _pass_keys(
+    db: sqlite3.Connection, ended: Sequence[Any], now_ms: int
+) -> tuple[int, list[tuple[int, int]]]:
+    """Pass on the ordering keys of tasks that ended. Returns how many waiting tasks
+    took their turn, and (seq, not before) of ends to tell again later: a cancelled
+    holder keeps its key while its attempt may still be running."""
+    ended_by_key: dict[str, list[int]] = {}
+    for seq, _, _, key in ended:
+        if key is not None:
+            ended_by_key.setdefault(key, []).append(seq)
+    turns, later = 0, []
+    for key in sorted(ended_by_key):
+        turn = _settle_key(db, key, now_ms)
+        turns += turn.took_turn
+        if turn.busy_until is not None:
+            later += [(seq, turn.busy_until) for seq in ended_by_key[key]]
+    return turns, later
 
 
 def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:

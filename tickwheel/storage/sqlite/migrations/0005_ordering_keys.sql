@@ -10,6 +10,8 @@ CREATE TABLE ordering_keys (
     holder_seq    INTEGER NOT NULL
 ) WITHOUT ROWID;
 
+ALTER TABLE propagations ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0;
+
 DROP TRIGGER tasks_final_with_dependents;
 
 CREATE TRIGGER tasks_final_to_propagate AFTER UPDATE OF status ON tasks
