@@ -76,6 +76,20 @@ MAX_TIMEOUT_SECONDS = 86400.0
 MAX_DEPENDENCIES = 10_000  # task ids one task may wait on
 MAX_ORDERING_KEY_LENGTH = 256
 
+# The engine's own queue and task types (launches of recurring workflows): not for users.
+ENGINE_QUEUE = "tickwheel"
+ENGINE_TYPE_PREFIX = "tickwheel."
+WORKFLOW_TASK_TYPE = f"{ENGINE_TYPE_PREFIX}workflow"  # its payload: a workflow to launch
+
+
+def reserved_name(queue: str | None = None, task_type: str | None = None) -> str | None:
+    """Why a queue or task type is the engine's own, or None when it is free to use."""
+    if queue == ENGINE_QUEUE:
+        return f"the queue {ENGINE_QUEUE!r} is the engine's own"
+    if task_type is not None and task_type.startswith(ENGINE_TYPE_PREFIX):
+        return f"task types starting {ENGINE_TYPE_PREFIX!r} are the engine's own"
+    return None
+
 
 class ScheduleType(StrEnum):
     IMMEDIATE = "immediate"
@@ -166,6 +180,7 @@ class WorkflowRecord:
     workflow_id: str
     name: str
     created_ms: int
+    request_hash: str | None = None  # of a workflow submitted with an idempotency key
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,7 @@ name: diamond
 tasks:
   - name: a
     task_type: noop
+    payload: {day: 2026-12-01, at: 2026-12-01T03:00:00Z}
   - name: b
     task_type: noop
     dependencies: [a]

@@ -65,6 +65,8 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
         "payload.url",
     ),
     ("unknown field", {"task_type": "noop", "colour": "blue"}, "colour"),
+    ("the engine's task type", {"task_type": "tickwheel.workflow", "payload": {}}, "task_type"),
+    ("the engine's queue", {"task_type": "noop", "queue": "tickwheel"}, "queue"),
     ("empty ordering_key", {"task_type": "noop", "ordering_key": ""}, "ordering_key"),
     ("ordering_key too long", {"task_type": "noop", "ordering_key": "k" * 257}, "ordering_key"),
     (

@@ -12,10 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel import App, TaskContext, Workflow
+from tickwheel import App, PermanentFailure, Status, TaskContext, Workflow
 from tickwheel.clock import SystemClock
 from tickwheel.config import Settings
 from tickwheel.engine.node import Node
+from tickwheel.storage.base import TaskFilter
 
 MINUTE_MS = 60_000
 
@@ -193,3 +194,78 @@ async def test_the_embedded_node_takes_a_workflow_built_in_code(
     scheduled = await node.schedule_workflow(flow, "0 3 * * *", overlap_policy="skip")
     shown = await node.service.get(scheduled.task_id)
     assert shown.schedule is not None and shown.schedule.overlap_policy == "skip"
+
+
+async def test_a_launch_that_no_longer_validates_fails_for_good(node: Node) -> None:
+    ctx = TaskContext("instance-2", "tickwheel.workflow", 1, datetime.now(UTC), 1, "w")
+    broken = {"name": "x", "tasks": [{"name": "a", "task_type": "step"}]}
+    with pytest.raises(PermanentFailure, match="no longer validates"):
+        await node.recurring(ctx, broken)
+
+
+async def test_the_same_key_with_another_workflow_is_a_conflict(api: httpx.AsyncClient) -> None:
+    body = {
+        "name": "once",
+        "idempotency_key": "order-7",
+        "tasks": [{"name": "a", "task_type": "step"}],
+    }
+    first = await api.post("/api/workflows", json=body)
+    again = await api.post("/api/workflows", json=body)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json()["workflow_id"] == first.json()["workflow_id"]
+    other = await api.post("/api/workflows", json={**body, "name": "twice"})
+    assert other.status_code == 409
+    assert other.json()["error"] == "idempotency_conflict"
+    assert other.json()["task_id"] == first.json()["workflow_id"]
+
+
+async def test_overlap_skip_waits_for_the_whole_workflow(
+    tmp_path: Path, clock: ShiftedClock
+) -> None:
+    release = asyncio.Event()
+    app = App()
+
+    @app.task("hold")
+    async def hold(ctx: TaskContext, payload: Any) -> None:
+        await release.wait()
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'overlap.db'}")
+    async with Node(settings=settings, app=app, clock=clock) as node:
+        flow = Workflow("long")
+        flow.task("hold", "hold")
+        schedule = await node.schedule_workflow(flow, "* * * * *", overlap_policy="skip")
+        deadline = time.monotonic() + 20
+        while node.engine_worker.completed < 1:  # the first run launched its workflow
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        clock.jump(60)  # the next fire time, while that workflow still runs
+        instances = TaskFilter(schedule_id=schedule.task_id)
+        while True:
+            rows = await node.store.list_tasks(instances, before_seq=None, limit=10)
+            skipped = [r for r in rows if r.status is Status.CANCELLED]
+            if skipped:
+                break
+            assert time.monotonic() < deadline, [(r.status, r.last_error) for r in rows]
+            await asyncio.sleep(0.05)
+        assert "still running" in (skipped[0].last_error or "")
+        assert node.engine_worker.completed == 1  # no second workflow
+        release.set()
+
+
+async def test_a_node_without_a_worker_still_launches_recurring_workflows(
+    tmp_path: Path, clock: ShiftedClock
+) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'api-only.db'}")
+    async with Node(settings=settings, clock=clock, run_worker=False) as node:
+        flow = Workflow("launched")
+        flow.task("only", "noop")
+        schedule = await node.schedule_workflow(flow, "* * * * *")
+        deadline = time.monotonic() + 20
+        while node.engine_worker.completed < 1:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        (execution,) = await node.service.history(schedule.task_id, before_id=None, limit=5)
+        launched = await node.workflows.get(execution.task_id)
+        assert [n.name for n in launched.nodes] == ["only"]
+        assert launched.status == "running"  # no worker here for users' tasks

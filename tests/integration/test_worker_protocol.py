@@ -161,6 +161,7 @@ async def test_protocol_input_is_validated(api: httpx.AsyncClient) -> None:
         {"worker_id": "w", "wait_seconds": 31},
         {"worker_id": ""},
         {"worker_id": "w", "queues": ["bad name"]},
+        {"worker_id": "w", "queues": ["default", "tickwheel"]},  # the engine's own
     ):
         assert (await api.post("/api/worker/claim", json=body)).status_code == 422, body
     unknown = await api.post("/api/worker/tasks/nope/complete", json={"fence": 1})

@@ -177,7 +177,7 @@ async def task_history(
 @router.get("/api/tasks", response_model=TaskPage, responses=ERRORS, dependencies=needs(Scope.READ))
 async def list_tasks(
     request: Request,
-    status: Annotated[list[Status] | None, Query(max_length=8)] = None,
+    status: Annotated[list[Status] | None, Query(max_length=len(Status))] = None,
     task_type: Annotated[str | None, Query(max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     next_token: Annotated[str | None, Query(max_length=64)] = None,

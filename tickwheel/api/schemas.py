@@ -28,6 +28,7 @@ from tickwheel.models import (
     MAX_JITTER_SECONDS,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
+    reserved_name,
 )
 
 # Numbers and flags are strict: JSON `true` is not 1, and "5" is not 5.
@@ -129,6 +130,18 @@ class TaskIn(Strict):
         "waits (status waiting) while an earlier one of its key has not ended for good, "
         "retries included. Tasks with different keys run in parallel.",
     )
+
+    @field_validator("task_type")
+    @classmethod
+    def _not_the_engines_type(cls, value: str) -> str:
+        _refuse(reserved_name(task_type=value))
+        return value
+
+    @field_validator("queue")
+    @classmethod
+    def _not_the_engines_queue(cls, value: str | None) -> str | None:
+        _refuse(reserved_name(queue=value))
+        return value
 
 
 class BatchIn(Strict):
@@ -272,6 +285,11 @@ class PriorityIn(Strict):
     priority: StrictInt = Field(ge=PRIORITY_MIN, le=PRIORITY_MAX)
 
 
+def _refuse(reason: str | None) -> None:
+    if reason is not None:
+        raise ValueError(reason)
+
+
 class ClaimIn(Strict):
     worker_id: str = Field(min_length=1, max_length=128)
     queues: list[str] = Field(default_factory=lambda: ["default"], min_length=1, max_length=64)
@@ -285,6 +303,7 @@ class ClaimIn(Strict):
         for name in value or ():
             if not 0 < len(name) <= 128 or not re.fullmatch(NAME_PATTERN, name):
                 raise ValueError(f"{name!r} is not a queue or task type name")
+            _refuse(reserved_name(queue=name))
         return value
 
 
@@ -393,6 +412,7 @@ class WorkflowNodeOut(BaseModel):
     task_type: str
     status: str
     dependencies: list[str]
+    ordering_key: str | None = None
     attempts: int
     started_at: datetime | None
     completed_at: datetime | None

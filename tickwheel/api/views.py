@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from fastapi import Response
 
 from tickwheel.api.schemas import (
@@ -26,10 +24,8 @@ from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
 from tickwheel.models import ExecutionRecord, ScheduleType
 
 
-def task_request(
-    body: TaskIn, node: Node, *, dependencies: Sequence[str] | None = None
-) -> TaskRequest:
-    """The engine's request for `body`; a workflow's tasks name their `dependencies`."""
+def task_request(body: TaskIn, node: Node) -> TaskRequest:
+    """The engine's request for `body` (a workflow's tasks name their `dependencies`)."""
     backoff = body.retry_backoff
     options = node.default_options(
         body.task_type,
@@ -46,7 +42,7 @@ def task_request(
         schedule_request(body.schedule),
         options,
         body.idempotency_key,
-        tuple(body.dependencies if dependencies is None else dependencies),
+        tuple(body.dependencies),
         body.ordering_key,
     )
 
@@ -84,9 +80,7 @@ def submitted_out(submitted: Submitted) -> SubmittedOut:
 
 
 def workflow_nodes(body: WorkflowIn, node: Node) -> list[WorkflowNode]:
-    return [
-        WorkflowNode(t.name, task_request(t, node, dependencies=t.dependencies)) for t in body.tasks
-    ]
+    return [WorkflowNode(t.name, task_request(t, node)) for t in body.tasks]
 
 
 def task_out(view: TaskView) -> TaskOut:
@@ -172,6 +166,7 @@ def _node_out(node: NodeView) -> WorkflowNodeOut:
         task_type=r.task_type,
         status=str(node.task.status),
         dependencies=list(node.dependencies),
+        ordering_key=r.ordering_key,
         attempts=r.attempts,
         started_at=to_datetime(r.started_ms),
         completed_at=to_datetime(r.completed_ms),

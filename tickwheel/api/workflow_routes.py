@@ -14,7 +14,6 @@ from tickwheel.api.schemas import (
     WorkflowIn,
     WorkflowOut,
 )
-from tickwheel.engine.workflows import keyed_workflow_id
 
 router = APIRouter(prefix="/api/workflows", tags=["workflows"])
 
@@ -32,9 +31,7 @@ async def submit_workflow(body: WorkflowIn, request: Request, response: Response
     node = node_of(request)
     node.admission.check()
     nodes = views.workflow_nodes(body, node)
-    key = body.idempotency_key
-    workflow_id = keyed_workflow_id(key) if key is not None else None
-    view = await node.workflows.submit(body.name, nodes, workflow_id=workflow_id)
+    view = await node.workflows.submit(body.name, nodes, idempotency_key=body.idempotency_key)
     views.mark_replayed(response, view.duplicate)
     return views.workflow_out(view)
 

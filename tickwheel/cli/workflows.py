@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -65,12 +66,23 @@ def _read(file: str) -> dict[str, Any]:
         text = sys.stdin.read(MAX_FILE_BYTES + 1) if file == "-" else _text(Path(file))
         if len(text) > MAX_FILE_BYTES:
             raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
-        body = json.loads(text) if file.endswith(".json") else yaml.safe_load(text)
+        body = json.loads(text) if file.endswith(".json") else _plain(yaml.safe_load(text))
     except (OSError, ValueError, yaml.YAMLError) as error:
         raise typer.BadParameter(str(error), param_hint="FILE") from None
     if not isinstance(body, dict):
         raise typer.BadParameter("a workflow is a mapping with name and tasks", param_hint="FILE")
     return body
+
+
+def _plain(loaded: Any) -> Any:
+    """YAML reads `2026-12-01` as a date: the API takes such values as ISO 8601 text."""
+    return json.loads(json.dumps(loaded, default=_iso))
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, date):  # datetimes too
+        return value.isoformat()
+    raise ValueError(f"{value!r} is not JSON")
 
 
 def _text(path: Path) -> str:

@@ -46,12 +46,17 @@ class Dispatcher:
     async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
         if not items:
             return []
-        return await self._store.claim(
+        claimed = await self._store.claim(
             [(i.seq, i.triggered_ms) for i in items],
             now_ms=self._clock.now_ms(),
             lease_ms=self.lease_ms,
             worker_id=worker_id,
         )
+        if len(claimed) < len(items):
+            # Some were cancelled, or wait behind their ordering key; a claim that found
+            # a key's holder ended may have handed it on: let the loader look now.
+            self._trigger.poke()
+        return claimed
 
     async def heartbeat(self, fences: Mapping[int, int]) -> set[int]:
         """Extend the leases; return the seqs whose fence is stale (cancelled or taken over)."""

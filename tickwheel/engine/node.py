@@ -25,7 +25,7 @@ from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
-from tickwheel.engine.recurring import ENGINE_QUEUE, WORKFLOW_TASK_TYPE, RecurringWorkflows
+from tickwheel.engine.recurring import RecurringWorkflows
 from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
@@ -34,15 +34,17 @@ from tickwheel.engine.workflows import (
     WorkflowNode,
     WorkflowService,
     WorkflowView,
-    keyed_workflow_id,
 )
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import (
+    ENGINE_QUEUE,
     SUBMIT_OPTIONS,
+    WORKFLOW_TASK_TYPE,
     ScheduleOptions,
     ScheduleType,
     SubmitOptions,
     TaskOptions,
+    reserved_name,
 )
 from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Store
@@ -143,8 +145,19 @@ class Node:
             dispatcher=self.dispatcher,
             queue=self.queue,
             worker_id=self.node_id,
-            queues=tuple(dict.fromkeys((*s.queues, ENGINE_QUEUE))),
+            queues=s.queues,
             concurrency=s.concurrency,
+        )
+        # The engine's own tasks (launches of recurring workflows) run here even when
+        # this node runs no worker for users' tasks.
+        self.engine_worker = Worker(
+            app=App({WORKFLOW_TASK_TYPE: self.app.types[WORKFLOW_TASK_TYPE]}),
+            dispatcher=self.dispatcher,
+            queue=self.queue,
+            worker_id=f"{self.node_id}:engine",
+            queues=(ENGINE_QUEUE,),
+            concurrency=4,
+            threads=1,
         )
         self.remote = RemoteWorkers(
             store=self.store, queue=self.queue, dispatcher=self.dispatcher, clock=self.clock
@@ -161,7 +174,7 @@ class Node:
         await self.resolver.resolve()  # news of tasks that ended just before a crash
         await self.trigger.load_once()
         self._spawn(self.trigger.run_loader(), self.trigger.run_trigger(), self.leases.run())
-        self._spawn(self.reaper.run(), self.resolver.run())
+        self._spawn(self.reaper.run(), self.resolver.run(), self.engine_worker.run())
         if self._run_worker:
             self._spawn(self.worker.run())
         log.info(
@@ -192,8 +205,8 @@ class Node:
     async def stop(self) -> None:
         """Graceful: stop pulling, finish in-flight work within the grace period, give up
         the partitions so another node can take them at once, close the store."""
-        if self._run_worker:
-            await self.worker.stop(self.settings.shutdown_grace_seconds)
+        workers = [self.engine_worker, *([self.worker] if self._run_worker else [])]
+        await asyncio.gather(*(w.stop(self.settings.shutdown_grace_seconds) for w in workers))
         for loop in self._loops:
             loop.cancel()
         if self._loops:
@@ -232,8 +245,8 @@ class Node:
     ) -> WorkflowView:
         """Submit a workflow built in code, checked and stored whole. With a key, a
         repeat stores nothing and returns the workflow stored first."""
-        workflow_id = keyed_workflow_id(idempotency_key) if idempotency_key else None
-        return await self.workflows.submit(flow.name, self._nodes_of(flow), workflow_id=workflow_id)
+        nodes = self._nodes_of(flow)
+        return await self.workflows.submit(flow.name, nodes, idempotency_key=idempotency_key)
 
     async def schedule_workflow(
         self, flow: Workflow, cron: str, **options: Unpack[ScheduleOptions]
@@ -241,6 +254,9 @@ class Node:
         """Launch the whole workflow at every fire time of `cron`; the options are the
         schedule's (`timezone`, `jitter_seconds`, `misfire_policy`, `overlap_policy`,
         `idempotency_key`). The answer carries the schedule's id."""
+        unknown = options.keys() - ScheduleOptions.__annotations__.keys()
+        if unknown:
+            raise TypeError(f"unknown schedule options: {', '.join(sorted(unknown))}")
         schedule = _schedule_of(cast(SubmitOptions, {"cron": cron, **options}))
         return await self.recurring.schedule(
             flow.name,
@@ -262,6 +278,10 @@ class Node:
         unknown = options.keys() - SUBMIT_OPTIONS
         if unknown:
             raise TypeError(f"unknown submit options: {', '.join(sorted(unknown))}")
+        for field, name in (("task_type", task_type), ("queue", options.get("queue"))):
+            reason = reserved_name(**{field: name})
+            if reason is not None:
+                raise InvalidRequest(field, reason)
         base, cap = options.get("retry_backoff", (None, None))
         task_options = self.default_options(
             task_type,

@@ -15,13 +15,10 @@ from typing import Any
 
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.workflows import WorkflowNode, WorkflowService
-from tickwheel.errors import InvalidRequest
-from tickwheel.models import ScheduleType, TaskOptions
+from tickwheel.errors import InvalidBatch, InvalidRequest, PermanentFailure
+from tickwheel.models import ENGINE_QUEUE, WORKFLOW_TASK_TYPE, ScheduleType, TaskOptions
 from tickwheel.worker.context import TaskContext
 
-WORKFLOW_TASK_TYPE = "tickwheel.workflow"
-# Launches run in the engine's own worker, on a queue no other worker is meant to pull.
-ENGINE_QUEUE = "tickwheel"
 LAUNCH_OPTIONS = TaskOptions(queue=ENGINE_QUEUE, max_retries=10, backoff_max_seconds=60.0)
 
 
@@ -68,6 +65,11 @@ def _request_of(t: dict[str, Any]) -> TaskRequest:
     kind = ScheduleType(s["type"])
     if kind is ScheduleType.CRON:
         raise ValueError("a workflow's tasks are not recurring themselves")
+    _expect(s["due_ms"], int, "due_ms")
+    _expect(s["delay_seconds"], int | float, "delay_seconds")
+    _expect(t["ordering_key"], str, "ordering_key")
+    for value in t["options"].values():
+        _expect(value, int | float | str, "options")
     return TaskRequest(
         task_type=t["task_type"],
         payload=t["payload"],
@@ -76,6 +78,11 @@ def _request_of(t: dict[str, Any]) -> TaskRequest:
         dependencies=tuple(t["dependencies"]),
         ordering_key=t["ordering_key"],
     )
+
+
+def _expect(value: Any, kind: Any, name: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+        raise TypeError(f"{name} has the wrong type")
 
 
 class RecurringWorkflows:
@@ -97,7 +104,7 @@ class RecurringWorkflows:
         """Check the whole workflow now, so that no instance fails on it later, then
         store its cron schedule; the answer carries the schedule's id."""
         if schedule.type is not ScheduleType.CRON or schedule.cron is None:
-            raise InvalidRequest("cron_expression", "a recurring workflow needs one")
+            raise InvalidRequest("schedule.cron_expression", "a recurring workflow needs one")
         self._workflows.check(name, nodes)
         template = template_of(name, nodes)
         request = TaskRequest(
@@ -108,11 +115,19 @@ class RecurringWorkflows:
         except InvalidRequest as problem:
             if problem.field != "payload":
                 raise
-            raise InvalidRequest("tasks", f"the workflow is too large: {problem.reason}") from None
+            raise InvalidRequest("tasks", f"as a recurring workflow: {problem.reason}") from None
 
     def check(self, payload: Any) -> None:
-        self._workflows.check(*nodes_of(payload))
+        try:
+            self._workflows.check(*nodes_of(payload))
+        except (TypeError, ValueError):  # a value of the wrong kind deep inside
+            raise InvalidRequest("payload", "not a workflow template") from None
 
     async def __call__(self, ctx: TaskContext, payload: Any) -> None:
-        name, nodes = nodes_of(payload)
-        await self._workflows.submit(name, nodes, workflow_id=ctx.task_id)
+        """Store this instance's workflow. One that no longer validates (a limit or a
+        task type's payload check changed since it was scheduled) fails for good."""
+        try:
+            name, nodes = nodes_of(payload)
+            await self._workflows.submit(name, nodes, workflow_id=ctx.task_id)
+        except (InvalidRequest, InvalidBatch) as problem:
+            raise PermanentFailure(f"the workflow no longer validates: {problem}") from None

@@ -15,7 +15,7 @@ from tickwheel.clock import Clock, to_datetime, to_ms
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy, next_fire
 from tickwheel.engine.routing import Route
 from tickwheel.ids import new_id, partition_of
-from tickwheel.models import NewTask, ScheduleRecord, ScheduleType, Status
+from tickwheel.models import WORKFLOW_TASK_TYPE, NewTask, ScheduleRecord, ScheduleType, Status
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import Advance, ScheduleStore, TaskStore
 
@@ -132,4 +132,11 @@ class CronResolver:
         if not previous:
             return set()
         tasks = await self._tasks.get_tasks(previous)
-        return {t.seq for t in tasks if t.status in (Status.PENDING, Status.RUNNING)}
+        busy = {t.seq for t in tasks if t.status in (Status.PENDING, Status.RUNNING)}
+        # A recurring workflow's instance ends when it has launched its workflow: the
+        # run still goes on while that workflow does (its id is the instance's).
+        launched = {t.task_id: t.seq for t in tasks if t.task_type == WORKFLOW_TASK_TYPE}
+        if launched:
+            active = await self._tasks.active_workflows(launched)
+            busy.update(launched[workflow_id] for workflow_id in active)
+        return busy

@@ -7,14 +7,15 @@ tasks then run like any others with dependencies. Its status is derived from the
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from tickwheel.clock import Clock
 from tickwheel.core.dag import InvalidGraph, ordered
 from tickwheel.engine.tasks import TaskRequest, TaskService, TaskView
-from tickwheel.errors import InvalidBatch, InvalidRequest, TaskNotFound
+from tickwheel.errors import IdempotencyConflict, InvalidBatch, InvalidRequest, TaskNotFound
 from tickwheel.ids import new_id
 from tickwheel.models import NewTask, Status, WorkflowRecord
 from tickwheel.storage.base import Store
@@ -45,6 +46,11 @@ class WorkflowView:
     @property
     def counts(self) -> dict[str, int]:
         return dict(Counter(str(n.task.status) for n in self.nodes))
+
+
+def _request_hash(name: str, nodes: Sequence[WorkflowNode]) -> str:
+    parts = [name, [(n.name, asdict(n.request)) for n in nodes]]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def keyed_workflow_id(idempotency_key: str) -> str:
@@ -78,16 +84,34 @@ class WorkflowService:
         self._on_committed = on_committed
 
     async def submit(
-        self, name: str, nodes: Sequence[WorkflowNode], *, workflow_id: str | None = None
+        self,
+        name: str,
+        nodes: Sequence[WorkflowNode],
+        *,
+        workflow_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> WorkflowView:
-        """Check and store the whole graph, or nothing of it. Submitting again under the
-        same `workflow_id` stores nothing and answers the workflow stored first."""
-        workflow = WorkflowRecord(workflow_id or new_id(), name, self._clock.now_ms())
+        """Check and store the whole graph, or nothing of it. Submitted again under the
+        same `workflow_id`, nothing is stored and the answer is the workflow stored
+        first. An `idempotency_key` names the workflow's id; the same key with a
+        different workflow raises `IdempotencyConflict`."""
+        request_hash = None
+        if idempotency_key is not None:
+            workflow_id = keyed_workflow_id(idempotency_key)
+            request_hash = _request_hash(name, nodes)
+        workflow = WorkflowRecord(workflow_id or new_id(), name, self._clock.now_ms(), request_hash)
         tasks = self._tasks_of(workflow, nodes)
         created = await self._store.insert_workflow(workflow, tasks)
         if created:
             self._on_committed()
-        return replace(await self.get(workflow.workflow_id), duplicate=not created)
+        view = await self.get(workflow.workflow_id)
+        if not created and view.record.request_hash != request_hash:
+            raise IdempotencyConflict(
+                f"idempotency_key {idempotency_key!r} was used for a different workflow"
+                f" ({workflow.workflow_id}); use a new key for a new workflow",
+                workflow.workflow_id,
+            )
+        return replace(view, duplicate=not created)
 
     def check(self, name: str, nodes: Sequence[WorkflowNode]) -> None:
         """Raise what `submit` would for this workflow, storing nothing."""

@@ -90,6 +90,10 @@ class TaskStore(Protocol):
         (predecessor seq, dependent seq), read together."""
         ...
 
+    async def active_workflows(self, workflow_ids: Collection[str]) -> set[str]:
+        """Those of `workflow_ids` with a task not yet ended for good."""
+        ...
+
     async def has_propagations(self, now_ms: int) -> bool:
         """Whether ended tasks wait to be propagated by now (a read, cheap when idle)."""
         ...

@@ -46,6 +46,20 @@ def test_a_template_reads_back_as_the_same_workflow() -> None:
         {"name": 5, "tasks": []},
         {"name": "x", "tasks": [{"name": "a"}]},
         {"name": "x", "tasks": [{"name": 1, "task_type": "noop"}]},
+        {
+            "name": "x",
+            "tasks": [
+                {
+                    "name": "a",
+                    "task_type": "noop",
+                    "payload": None,
+                    "schedule": {"type": "delayed", "due_ms": "soon", "delay_seconds": None},
+                    "options": {},
+                    "dependencies": [],
+                    "ordering_key": None,
+                }
+            ],
+        },
     ],
 )
 def test_anything_else_is_not_a_template(template: Any) -> None:

@@ -97,14 +97,19 @@ WHERE seq IN (SELECT value FROM json_each(?)) AND +status = 'pending';
 DELETE FROM propagations WHERE seq IN (SELECT value FROM json_each(?));
 
 -- name: insert_workflow
-INSERT INTO workflows (workflow_id, name, created_at) VALUES (?, ?, ?)
+INSERT INTO workflows (workflow_id, name, created_at, request_hash) VALUES (?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING;
 
 -- name: get_workflow
-SELECT workflow_id, name, created_at FROM workflows WHERE workflow_id = ?;
+SELECT workflow_id, name, created_at, request_hash FROM workflows WHERE workflow_id = ?;
 
 -- name: workflow_tasks
 SELECT {task_columns} FROM tasks WHERE workflow_id = ? ORDER BY seq;
+
+-- name: active_workflows
+SELECT DISTINCT workflow_id FROM tasks
+WHERE workflow_id IN (SELECT value FROM json_each(?)) AND workflow_id IS NOT NULL
+  AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed');
 
 -- name: edges_into
 SELECT predecessor_seq, dependent_seq FROM task_edges

@@ -129,9 +129,12 @@ CREATE TABLE api_tokens (
 
 -- Workflows: tasks submitted together that refer to each other by name.
 CREATE TABLE workflows (
-    workflow_id  TEXT PRIMARY KEY,
-    name         TEXT NOT NULL,
-    created_at   INTEGER NOT NULL
+    workflow_id   TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    -- A workflow submitted with an idempotency key: what it was, to tell a repeat
+    -- from a different request under the same key.
+    request_hash  TEXT
 );
 
 -- A task that waits on others (seed 002 section 8): it runs once every predecessor has

@@ -81,7 +81,8 @@ class SqliteStore:
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
         def work(db: sqlite3.Connection) -> bool:
-            row = (workflow.workflow_id, workflow.name, workflow.created_ms)
+            w = workflow
+            row = (w.workflow_id, w.name, w.created_ms, w.request_hash)
             if not db.execute(q("insert_workflow"), row).rowcount:
                 return False
             _insert_tasks(db, tasks)
@@ -104,6 +105,13 @@ class SqliteStore:
         found: tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None
         found = await self._reader.run(work)
         return found
+
+    async def active_workflows(self, workflow_ids: Collection[str]) -> set[str]:
+        ids = json.dumps(sorted(workflow_ids))
+        rows = await self._reader.run(
+            lambda db: db.execute(q("active_workflows"), (ids,)).fetchall()
+        )
+        return {r[0] for r in rows}
 
     async def has_propagations(self, now_ms: int) -> bool:
         row = await self._reader.run(

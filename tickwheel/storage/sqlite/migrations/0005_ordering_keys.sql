@@ -1,4 +1,5 @@
--- 0005: ordering keys: tasks sharing a key run one at a time, in due order.
+-- 0005: ordering keys (tasks sharing a key run one at a time, in due order), delayed
+-- propagations, and idempotency keys of workflows.
 
 ALTER TABLE tasks ADD COLUMN ordering_key TEXT;
 
@@ -9,6 +10,8 @@ CREATE TABLE ordering_keys (
     ordering_key  TEXT PRIMARY KEY,
     holder_seq    INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+ALTER TABLE workflows ADD COLUMN request_hash TEXT;
 
 ALTER TABLE propagations ADD COLUMN not_before INTEGER NOT NULL DEFAULT 0;
 
