@@ -22,7 +22,7 @@ router = APIRouter(prefix="/api/workflows", tags=["workflows"])
     "",
     status_code=201,
     response_model=WorkflowOut,
-    responses=SUBMIT_ERRORS,
+    responses={**SUBMIT_ERRORS, 200: {"model": WorkflowOut, "description": "A repeated key"}},
     dependencies=needs(Scope.SUBMIT),
 )
 async def submit_workflow(body: WorkflowIn, request: Request, response: Response) -> WorkflowOut:
@@ -40,7 +40,7 @@ async def submit_workflow(body: WorkflowIn, request: Request, response: Response
     "/recurring",
     status_code=201,
     response_model=SubmittedOut,
-    responses=SUBMIT_ERRORS,
+    responses={**SUBMIT_ERRORS, 200: {"model": SubmittedOut, "description": "A repeated key"}},
     dependencies=needs(Scope.SUBMIT),
 )
 async def schedule_workflow(
