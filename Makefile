@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install up test lint bench clean
+.PHONY: install up test lint bench clean services
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,10 @@ install: $(STAMP)
 up: $(STAMP)
 	$(BIN)/tickwheel up
 
-test: $(STAMP)
+services:
+	@scripts/services.sh
+
+test: $(STAMP) services
 	$(BIN)/pytest -q
 
 lint: $(STAMP)

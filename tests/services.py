@@ -1,0 +1,41 @@
+"""Where the tests find PostgreSQL and Redis, and what happens when they are missing.
+
+Set TICKWHEEL_TEST_DATABASE_URL and TICKWHEEL_TEST_REDIS_URL to point the tests
+elsewhere. A missing server skips its tests with a loud reason; with
+TICKWHEEL_REQUIRE_SERVICES=1 (as CI sets it) the skip is a failure instead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+POSTGRES_URL = os.environ.get(
+    "TICKWHEEL_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_URL = os.environ.get("TICKWHEEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _reachable(url: str, default_port: int) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection(
+            (parts.hostname or "127.0.0.1", parts.port or default_port), 2
+        ):
+            return True
+    except OSError:
+        return False
+
+
+def require(service: str) -> str:
+    """The URL of `service` ("postgres" or "redis"), or skip (fail, in CI) the test."""
+    url, port = (POSTGRES_URL, 5432) if service == "postgres" else (REDIS_URL, 6379)
+    if _reachable(url, port):
+        return url
+    reason = f"!!! {service} is not reachable at {url}: its tests did NOT run !!!"
+    if os.environ.get("TICKWHEEL_REQUIRE_SERVICES") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
