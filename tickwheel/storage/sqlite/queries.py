@@ -1,37 +1,17 @@
-"""Loads the named queries of `queries.sql`."""
+"""The named queries of `queries.sql`."""
 
 from __future__ import annotations
 
-import re
 from functools import cache
-from importlib import resources
 
-TASK_COLUMNS = (
-    "seq, task_id, partition, task_type, payload, status, version, schedule_type, schedule_id,"
-    " due_time, queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,"
-    " attempts, created_at, triggered_at, started_at, completed_at, lease_expires_at,"
-    " worker_id, last_error, idempotency_key, workflow_id, node_name, ordering_key"
-)
-SCHEDULE_COLUMNS = (
-    "schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,"
-    " timeout_seconds, cron_expression, timezone, jitter_seconds, misfire_policy,"
-    " overlap_policy, status, version, current_seq, previous_seq, created_at"
-)
+from tickwheel.storage.named_queries import SCHEDULE_COLUMNS, TASK_COLUMNS, load
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+__all__ = ["SCHEDULE_COLUMNS", "TASK_COLUMNS", "q"]
 
 
 @cache
 def queries() -> dict[str, str]:
-    text = resources.files(__package__).joinpath("queries.sql").read_text()
-    parts = _NAME.split(text)[1:]
-    named = dict(zip(parts[::2], parts[1::2], strict=True))
-    return {
-        name: sql.strip()
-        .replace("{task_columns}", TASK_COLUMNS)
-        .replace("{schedule_columns}", SCHEDULE_COLUMNS)
-        for name, sql in named.items()
-    }
+    return load(__package__ or "tickwheel.storage.sqlite")
 
 
 def q(name: str) -> str:

@@ -19,15 +19,13 @@ from tickwheel.models import (
     ExecutionRecord,
     Finish,
     NewTask,
-    Outcome,
     ScheduleRecord,
-    ScheduleType,
     Status,
-    TaskOptions,
     TaskRecord,
     WheelEntry,
     WorkflowRecord,
 )
+from tickwheel.storage import rows as convert
 from tickwheel.storage.base import Advance, Held, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
@@ -97,7 +95,7 @@ class SqliteStore:
             row = db.execute(q("get_workflow"), (workflow_id,)).fetchone()
             if row is None:
                 return None
-            tasks = [_task(r) for r in db.execute(q("workflow_tasks"), (workflow_id,))]
+            tasks = [convert.task(r) for r in db.execute(q("workflow_tasks"), (workflow_id,))]
             seqs = json.dumps([t.seq for t in tasks])
             edges = [tuple(e) for e in db.execute(q("edges_into"), (seqs,))]
             return WorkflowRecord(*row), tasks, edges
@@ -121,12 +119,12 @@ class SqliteStore:
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
         row = await self._reader.run(lambda db: db.execute(q("get_task"), (task_id,)).fetchone())
-        return _task(row) if row else None
+        return convert.task(row) if row else None
 
     async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]:
         arg = json.dumps(list(seqs))
         rows = await self._reader.run(lambda db: db.execute(q("get_tasks"), (arg,)).fetchall())
-        return [_task(r) for r in rows]
+        return [convert.task(r) for r in rows]
 
     async def list_tasks(
         self, where: TaskFilter, *, before_seq: int | None, limit: int
@@ -147,7 +145,7 @@ class SqliteStore:
             " ORDER BY seq DESC LIMIT ?"
         )
         rows = await self._reader.run(lambda db: db.execute(sql, [*params, limit]).fetchall())
-        return [_task(r) for r in rows]
+        return [convert.task(r) for r in rows]
 
     async def history(
         self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
@@ -158,7 +156,7 @@ class SqliteStore:
         else:
             name, params["task_seq"] = "history_of_task", task_seq
         rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
-        return [_execution(r) for r in rows]
+        return [convert.execution(r) for r in rows]
 
     async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
         def work(db: sqlite3.Connection) -> list[bool]:
@@ -237,7 +235,7 @@ class SqliteStore:
             return rows
 
         rows = await self._writer.transaction(work, acknowledged=False)
-        return [_claimed(r) for r in rows]
+        return [convert.claimed(r) for r in rows]
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         params = {"fences": json.dumps(list(fences.items())), "until": until_ms}
@@ -254,7 +252,7 @@ class SqliteStore:
     ) -> list[TaskRecord]:
         params = {"partitions": json.dumps(sorted(partitions)), "now": now_ms, "limit": limit}
         rows = await self._reader.run(lambda db: db.execute(q("expired_leases"), params).fetchall())
-        return [_task(r) for r in rows]
+        return [convert.task(r) for r in rows]
 
     # -- schedules -----------------------------------------------------------
 
@@ -264,8 +262,8 @@ class SqliteStore:
             originals = _take_idempotency_keys(db, [replace(first, task_id=schedule.schedule_id)])
             if originals:
                 return originals[0]
-            db.execute(q("insert_schedule"), _schedule_params(schedule))
-            (seq,) = _insert_task_rows(db, [_task_params(first)])
+            db.execute(q("insert_schedule"), convert.schedule_params(schedule))
+            (seq,) = _insert_task_rows(db, [convert.task_params(first)])
             db.execute(
                 "UPDATE schedules SET current_seq = ? WHERE schedule_id = ?",
                 (seq, schedule.schedule_id),
@@ -278,12 +276,12 @@ class SqliteStore:
         row = await self._reader.run(
             lambda db: db.execute(q("get_schedule"), (schedule_id,)).fetchone()
         )
-        return _schedule(row) if row else None
+        return convert.schedule(row) if row else None
 
     async def schedules_of(self, seqs: Collection[int]) -> dict[int, ScheduleRecord]:
         arg = json.dumps(list(seqs))
         rows = await self._reader.run(lambda db: db.execute(q("schedules_of"), (arg,)).fetchall())
-        schedules = [_schedule(r) for r in rows]
+        schedules = [convert.schedule(r) for r in rows]
         return {s.current_seq: s for s in schedules if s.current_seq is not None}
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
@@ -302,7 +300,7 @@ class SqliteStore:
             if not db.execute(q("set_schedule_status"), params).rowcount:
                 return None
             row = db.execute(q("get_schedule"), (schedule_id,)).fetchone()
-            return _schedule(row)
+            return convert.schedule(row)
 
         return await self._writer.transaction(work)
 
@@ -380,33 +378,13 @@ class SqliteStore:
 # -- rows <-> records ----------------------------------------------------------
 
 
-def _task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
-    return [
-        t.task_id,
-        t.partition,
-        t.task_type,
-        json.dumps(t.payload) if t.encoded_payload is None else t.encoded_payload,
-        str(t.schedule_type),
-        t.schedule_id,
-        *_option_params(t.options),
-        t.due_ms,
-        t.created_ms,
-        t.idempotency.key if t.idempotency else None,
-        t.workflow_id,
-        t.node_name,
-        t.ordering_key,
-        str(status),
-        t.created_ms if status.is_final else None,
-    ]
-
-
 def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held]:
     originals = _take_idempotency_keys(db, tasks)  # index -> task_id first made for it
     fresh_at = [i for i in range(len(tasks)) if i not in originals]
     fresh = [tasks[i] for i in fresh_at]
     graph = _Dependencies(db, fresh, fresh_at)
     seqs = _insert_task_rows(
-        db, [_task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
+        db, [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
     )
     graph.link(seqs)
     seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
@@ -443,7 +421,7 @@ class _Dependencies:
                 reason = f"no task has the id {missing[0]}"
                 unknown[index] = InvalidRequest("dependencies", reason)
             states = [self._known[p][1] for p in t.predecessors if p in self._known]
-            status = _start_status(states)
+            status = convert.start_status(states)
             self.statuses.append(status)
             self._known[t.task_id] = (-1, status)  # its seq comes with the insert
         if unknown:
@@ -460,7 +438,7 @@ class _Dependencies:
         for t, seq, status in zip(self._tasks, seqs, self.statuses, strict=True):
             predecessors = [self._known[p] for p in dict.fromkeys(t.predecessors)]
             for pseq, pstatus in predecessors:
-                edges.append((pseq, seq, _edge_state(pstatus)))
+                edges.append((pseq, seq, convert.edge_state(pstatus)))
             if status is Status.BLOCKED:
                 done = sum(pstatus is Status.SUCCEEDED for _, pstatus in predecessors)
                 counters.append((seq, len(predecessors), done))
@@ -468,20 +446,6 @@ class _Dependencies:
         self._db.executemany(q("insert_edge"), edges)
         self._db.executemany(q("insert_dependency"), counters)
         self._db.execute(q("mark_has_dependents"), (json.dumps(sorted(watched)),))
-
-
-def _start_status(predecessors: Sequence[Status]) -> Status:
-    if any(s.is_final and s is not Status.SUCCEEDED for s in predecessors):
-        return Status.UPSTREAM_FAILED
-    if all(s is Status.SUCCEEDED for s in predecessors):
-        return Status.PENDING
-    return Status.BLOCKED
-
-
-def _edge_state(predecessor: Status) -> str:
-    if predecessor is Status.SUCCEEDED:
-        return "satisfied"
-    return "failed" if predecessor.is_final else "waiting"
 
 
 def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
@@ -616,18 +580,6 @@ def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> 
     return originals
 
 
-def _option_params(o: TaskOptions) -> list[Any]:
-    """The option columns, in the order of `_options` and of both tables."""
-    return [
-        o.queue,
-        o.priority,
-        o.max_retries,
-        o.backoff_base_seconds,
-        o.backoff_max_seconds,
-        o.timeout_seconds,
-    ]
-
-
 def _insert_task_rows(db: sqlite3.Connection, rows: list[list[Any]]) -> list[int]:
     # Explicit seqs: SQLite has one writer at a time, so MAX + 1 inside the write
     # transaction is the commit order, which the loader's "seq after" scan relies on.
@@ -646,58 +598,6 @@ def _take_marks(db: sqlite3.Connection, count: int) -> range:
         return range(0)
     (top,) = db.execute(q("take_marks"), {"count": count}).fetchone()
     return range(top - count + 1, top + 1)
-
-
-def _options(r: Sequence[Any], at: int) -> TaskOptions:
-    queue, priority, max_retries, base, cap, timeout = r[at : at + 6]
-    return TaskOptions(queue, priority, max_retries, base, cap, timeout)
-
-
-def _task(r: Sequence[Any]) -> TaskRecord:
-    return TaskRecord(
-        seq=r[0],
-        task_id=r[1],
-        partition=r[2],
-        task_type=r[3],
-        payload=json.loads(r[4]),
-        status=Status(r[5]),
-        version=r[6],
-        schedule_type=ScheduleType(r[7]),
-        schedule_id=r[8],
-        due_ms=r[9],
-        options=_options(r, 10),
-        attempts=r[16],
-        created_ms=r[17],
-        triggered_ms=r[18],
-        started_ms=r[19],
-        completed_ms=r[20],
-        lease_expires_ms=r[21],
-        worker_id=r[22],
-        last_error=r[23],
-        idempotency_key=r[24],
-        workflow_id=r[25],
-        node_name=r[26],
-        ordering_key=r[27],
-    )
-
-
-def _claimed(r: Sequence[Any]) -> ClaimedTask:
-    return ClaimedTask(
-        seq=r[0],
-        task_id=r[1],
-        task_type=r[2],
-        payload=json.loads(r[3]),
-        attempt=r[4],
-        fence=r[5],
-        due_ms=r[6],
-        lease_expires_ms=r[7],
-        timeout_seconds=r[13],
-        options=_options(r, 8),
-    )
-
-
-def _execution(r: Sequence[Any]) -> ExecutionRecord:
-    return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8])
 
 
 def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
@@ -729,48 +629,10 @@ def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
     return [f.seq in done if first[f.seq] is f else again[id(f)] for f in finishes]
 
 
-def _schedule_params(s: ScheduleRecord) -> list[Any]:
-    return [
-        s.schedule_id,
-        s.task_type,
-        json.dumps(s.payload),
-        *_option_params(s.options),
-        s.cron_expression,
-        s.timezone,
-        s.jitter_seconds,
-        s.misfire_policy,
-        s.overlap_policy,
-        s.status,
-        s.version,
-        s.current_seq,
-        s.previous_seq,
-        s.created_ms,
-    ]
-
-
-def _schedule(r: Sequence[Any]) -> ScheduleRecord:
-    return ScheduleRecord(
-        schedule_id=r[0],
-        task_type=r[1],
-        payload=json.loads(r[2]),
-        options=_options(r, 3),
-        cron_expression=r[9],
-        timezone=r[10],
-        jitter_seconds=r[11],
-        misfire_policy=r[12],
-        overlap_policy=r[13],
-        status=r[14],
-        version=r[15],
-        current_seq=r[16],
-        previous_seq=r[17],
-        created_ms=r[18],
-    )
-
-
 def _advance(
     db: sqlite3.Connection, schedule: ScheduleRecord, nxt: NewTask, skip: tuple[int, str] | None
 ) -> int | None:
-    (seq,) = _insert_task_rows(db, [_task_params(nxt)])
+    (seq,) = _insert_task_rows(db, [convert.task_params(nxt)])
     params = {
         "next_seq": seq,
         "schedule_id": schedule.schedule_id,
