@@ -6,12 +6,16 @@ A backend is a way to open stores on one fresh database. A new backend (PostgreS
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import asyncpg
 import pytest
+from services import require
 
 from tickwheel.storage.base import Store
+from tickwheel.storage.postgres.store import PostgresStore
 from tickwheel.storage.sqlite.store import SqliteStore
 
 PARTITIONS = 8
@@ -26,7 +30,40 @@ async def open_sqlite(folder: Path, partitions: int) -> Store:
     return store
 
 
-OPENERS: dict[str, Opener] = {"sqlite": open_sqlite}
+def schema_of(folder: Path) -> str:
+    """One fresh PostgreSQL schema per test, named after its temporary folder."""
+    return "tw_test_" + hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+
+
+async def open_postgres(folder: Path, partitions: int) -> Store:
+    url = require("postgres")
+    db = await asyncpg.connect(url)
+    try:
+        await db.execute(f"CREATE SCHEMA IF NOT EXISTS {schema_of(folder)}")
+    finally:
+        await db.close()
+    store = PostgresStore(url, partitions=partitions, schema=schema_of(folder), pool_size=4)
+    await store.open()
+    return store
+
+
+async def drop_postgres(folder: Path) -> None:
+    db = await asyncpg.connect(require("postgres"))
+    try:
+        await db.execute(f"DROP SCHEMA IF EXISTS {schema_of(folder)} CASCADE")
+    finally:
+        await db.close()
+
+
+async def nothing_to_drop(folder: Path) -> None:
+    return None
+
+
+OPENERS: dict[str, Opener] = {"sqlite": open_sqlite, "postgres": open_postgres}
+DROPPERS: dict[str, Callable[[Path], Awaitable[None]]] = {
+    "sqlite": nothing_to_drop,
+    "postgres": drop_postgres,
+}
 
 
 class Stores:
@@ -56,6 +93,7 @@ async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     opened = Stores(OPENERS[request.param], tmp_path)
     yield opened
     await opened.close_all()
+    await DROPPERS[request.param](tmp_path)
 
 
 @pytest.fixture

@@ -15,7 +15,15 @@ async def open_store(url: str, *, partitions: int) -> Store:
         store = SqliteStore(sqlite_path(url), partitions=partitions)
         await store.open()
         return store
-    raise ValueError(f"unsupported database URL scheme {scheme!r}: use sqlite:///PATH")
+    if scheme in ("postgresql", "postgres"):
+        from tickwheel.storage.postgres.store import PostgresStore
+
+        pg = PostgresStore(url, partitions=partitions)
+        await pg.open()
+        return pg
+    raise ValueError(
+        f"unsupported database URL scheme {scheme!r}: use sqlite:///PATH or postgresql://..."
+    )
 
 
 def sqlite_path(url: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from tickwheel.models import (
     ClaimedTask,
@@ -17,6 +17,12 @@ from tickwheel.models import (
     TaskOptions,
     TaskRecord,
 )
+
+
+class Row(Protocol):
+    """A row by position: a tuple from sqlite3, a Record from asyncpg."""
+
+    def __getitem__(self, index: int, /) -> Any: ...
 
 
 def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
@@ -65,12 +71,11 @@ def option_params(o: TaskOptions) -> list[Any]:
     ]
 
 
-def options(r: Sequence[Any], at: int) -> TaskOptions:
-    queue, priority, max_retries, base, cap, timeout = r[at : at + 6]
-    return TaskOptions(queue, priority, max_retries, base, cap, timeout)
+def options(r: Row, at: int) -> TaskOptions:
+    return TaskOptions(r[at], r[at + 1], r[at + 2], r[at + 3], r[at + 4], r[at + 5])
 
 
-def task(r: Sequence[Any]) -> TaskRecord:
+def task(r: Row) -> TaskRecord:
     return TaskRecord(
         seq=r[0],
         task_id=r[1],
@@ -98,7 +103,7 @@ def task(r: Sequence[Any]) -> TaskRecord:
     )
 
 
-def claimed(r: Sequence[Any]) -> ClaimedTask:
+def claimed(r: Row) -> ClaimedTask:
     return ClaimedTask(
         seq=r[0],
         task_id=r[1],
@@ -113,7 +118,7 @@ def claimed(r: Sequence[Any]) -> ClaimedTask:
     )
 
 
-def execution(r: Sequence[Any]) -> ExecutionRecord:
+def execution(r: Row) -> ExecutionRecord:
     return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8])
 
 
@@ -136,7 +141,7 @@ def schedule_params(s: ScheduleRecord) -> list[Any]:
     ]
 
 
-def schedule(r: Sequence[Any]) -> ScheduleRecord:
+def schedule(r: Row) -> ScheduleRecord:
     return ScheduleRecord(
         schedule_id=r[0],
         task_type=r[1],

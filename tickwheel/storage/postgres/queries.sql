@@ -1,0 +1,319 @@
+-- Named queries of the PostgreSQL store (see tickwheel/storage/named_queries.py).
+-- Batches arrive as arrays, one per column, and are read with unnest: a batch of any
+-- size is one statement and one round trip. $n are positional (asyncpg).
+
+-- name: now_ms
+SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+
+-- name: take_marks
+-- The counter's row lock is held until commit, so marks follow commit order.
+UPDATE cluster SET value = value + $1 WHERE key = 'mark' RETURNING value;
+
+-- name: max_mark
+SELECT value FROM cluster WHERE key = 'mark';
+
+-- name: max_seq
+SELECT COALESCE(MAX(seq), 0) FROM tasks;
+
+-- name: next_seqs
+SELECT nextval('tasks_seq') FROM generate_series(1, $1);
+
+-- name: insert_tasks
+INSERT INTO tasks (
+    seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
+    queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
+    due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
+    completed_at
+)
+SELECT * FROM unnest(
+    $1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
+    $8::text[], $9::text[], $10::int[], $11::int[], $12::float8[], $13::float8[],
+    $14::float8[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::text[],
+    $20::text[], $21::text[], $22::bigint[]
+);
+
+-- name: statuses_of
+-- Locked: a predecessor cannot end between this read and the commit that sets its
+-- has_dependents, or its end would queue no news for the dependent.
+SELECT task_id, seq, status FROM tasks WHERE task_id = ANY($1::text[])
+ORDER BY seq FOR UPDATE;
+
+-- name: insert_dependencies
+INSERT INTO task_dependencies (task_seq, total_predecessors, satisfied_count)
+SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[]);
+
+-- name: insert_edges
+INSERT INTO task_edges (predecessor_seq, dependent_seq, state)
+SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])
+ON CONFLICT DO NOTHING;
+
+-- name: mark_has_dependents
+UPDATE tasks SET has_dependents = true WHERE seq = ANY($1::bigint[]) AND NOT has_dependents;
+
+-- name: take_propagations
+SELECT p.seq, t.task_id, t.status, t.ordering_key FROM propagations AS p
+JOIN tasks AS t ON t.seq = p.seq
+WHERE p.not_before <= $1
+ORDER BY p.seq LIMIT $2
+FOR UPDATE OF p SKIP LOCKED;
+
+-- name: settle_edges
+UPDATE task_edges SET state = $2
+WHERE predecessor_seq = ANY($1::bigint[]) AND state = 'waiting'
+RETURNING predecessor_seq, dependent_seq;
+
+-- name: count_satisfied
+UPDATE task_dependencies AS d SET satisfied_count = d.satisfied_count + c.n
+FROM unnest($1::bigint[], $2::int[]) AS c (dseq, n)
+WHERE d.task_seq = c.dseq AND d.satisfied_count + c.n <= d.total_predecessors
+RETURNING d.task_seq, d.satisfied_count = d.total_predecessors;
+
+-- name: unblock
+UPDATE tasks
+SET status = 'pending', version = version + 1, mark = u.mark, due_time = GREATEST(due_time, $3)
+FROM unnest($1::bigint[], $2::bigint[]) AS u (useq, mark)
+WHERE tasks.seq = u.useq AND tasks.status = 'blocked';
+
+-- name: fail_upstream
+UPDATE tasks
+SET status = 'upstream_failed', version = version + 1, completed_at = $3, last_error = f.error
+FROM unnest($1::bigint[], $2::text[]) AS f (fseq, error)
+WHERE tasks.seq = f.fseq AND tasks.status = 'blocked';
+
+-- name: forget_propagations
+DELETE FROM propagations WHERE seq = ANY($1::bigint[]);
+
+-- name: propagate_later
+INSERT INTO propagations (seq, not_before) SELECT * FROM unnest($1::bigint[], $2::bigint[])
+ON CONFLICT (seq) DO UPDATE SET not_before = excluded.not_before;
+
+-- name: has_propagations
+SELECT EXISTS (SELECT 1 FROM propagations WHERE not_before <= $1);
+
+-- name: lock_keys
+-- Taken first, in a fixed order: claims and hand-overs of one key happen one at a time.
+SELECT pg_advisory_xact_lock(hashtextextended(k, 7)) FROM unnest($1::text[]) AS k ORDER BY k;
+
+-- name: key_holder
+SELECT o.holder_seq, t.status, t.lease_expires_at FROM ordering_keys AS o
+JOIN tasks AS t ON t.seq = o.holder_seq
+WHERE o.ordering_key = $1;
+
+-- name: next_of_key
+SELECT seq, status FROM tasks
+WHERE ordering_key = $1 AND status IN ('pending', 'waiting')
+  AND (status = 'waiting' OR due_time <= $2)
+ORDER BY due_time, seq
+LIMIT 1;
+
+-- name: hold_key
+INSERT INTO ordering_keys (ordering_key, holder_seq) VALUES ($1, $2)
+ON CONFLICT (ordering_key) DO UPDATE SET holder_seq = excluded.holder_seq;
+
+-- name: free_key
+DELETE FROM ordering_keys WHERE ordering_key = $1;
+
+-- name: take_turn
+UPDATE tasks SET status = 'pending', version = version + 1, mark = $2
+WHERE seq = $1 AND status = 'waiting';
+
+-- name: keyed_claims
+SELECT seq, ordering_key FROM tasks
+WHERE seq = ANY($1::bigint[]) AND status = 'pending' AND due_time <= $2
+  AND ordering_key IS NOT NULL;
+
+-- name: wait_for_turn
+UPDATE tasks SET status = 'waiting', version = version + 1
+WHERE seq = ANY($1::bigint[]) AND status = 'pending';
+
+-- name: insert_workflow
+INSERT INTO workflows (workflow_id, name, created_at, request_hash) VALUES ($1, $2, $3, $4)
+ON CONFLICT (workflow_id) DO NOTHING;
+
+-- name: get_workflow
+SELECT workflow_id, name, created_at, request_hash FROM workflows WHERE workflow_id = $1;
+
+-- name: workflow_tasks
+SELECT {task_columns} FROM tasks WHERE workflow_id = $1 ORDER BY seq;
+
+-- name: active_workflows
+SELECT DISTINCT workflow_id FROM tasks
+WHERE workflow_id = ANY($1::text[])
+  AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed');
+
+-- name: edges_into
+SELECT predecessor_seq, dependent_seq FROM task_edges WHERE dependent_seq = ANY($1::bigint[]);
+
+-- name: take_idempotency_key
+INSERT INTO idempotency_keys (task_type, key, task_id, request_hash, created_at)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (task_type, key) DO UPDATE
+SET task_id = excluded.task_id, request_hash = excluded.request_hash,
+    created_at = excluded.created_at
+WHERE idempotency_keys.created_at < $6
+RETURNING task_id;
+
+-- name: idempotency_key_holder
+SELECT task_id, request_hash FROM idempotency_keys WHERE task_type = $1 AND key = $2;
+
+-- name: seqs_of
+SELECT task_id, seq FROM tasks WHERE task_id = ANY($1::text[]);
+
+-- name: load_due_range
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+FROM tasks
+WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time > $2 AND due_time <= $3;
+
+-- name: load_new
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+FROM tasks
+WHERE mark > $2 AND status = 'pending' AND due_time <= $3 AND partition = ANY($1::int[]);
+
+-- name: claim
+UPDATE tasks
+SET status = 'running', version = version + 1, attempts = attempts + 1,
+    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered
+FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
+WHERE tasks.seq = c.cseq AND tasks.status = 'pending' AND tasks.due_time <= $3
+  AND ($6 OR tasks.ordering_key IS NULL)
+RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
+
+-- name: extend_leases
+UPDATE tasks SET lease_expires_at = $3
+FROM unnest($1::bigint[], $2::bigint[]) AS f (fseq, fence)
+WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+RETURNING tasks.seq;
+
+-- name: finish
+UPDATE tasks
+SET status = f.status, version = tasks.version + 1, lease_expires_at = NULL,
+    mark = COALESCE(f.mark, tasks.mark),
+    due_time = COALESCE(f.retry_at, tasks.due_time),
+    triggered_at = CASE WHEN f.retry_at IS NULL THEN tasks.triggered_at END,
+    completed_at = CASE WHEN f.retry_at IS NULL THEN f.ended END,
+    last_error = COALESCE(f.error, tasks.last_error)
+FROM unnest(
+    $1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[],
+    $7::bigint[], $8::bigint[]
+) AS f (fseq, fence, status, retry_at, ended, error, mark, expired_before)
+WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+  AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
+RETURNING tasks.seq, tasks.attempts, tasks.started_at, tasks.worker_id, tasks.schedule_id;
+
+-- name: insert_executions
+INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)
+SELECT * FROM unnest(
+    $1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::bigint[],
+    $7::bigint[], $8::text[], $9::text[]
+);
+
+-- name: expired_leases
+SELECT {task_columns} FROM tasks
+WHERE status = 'running' AND lease_expires_at < $2 AND partition = ANY($1::int[])
+ORDER BY lease_expires_at
+LIMIT $3;
+
+-- name: cancel
+UPDATE tasks
+SET status = 'cancelled', version = version + 1, completed_at = $3,
+    lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END
+WHERE seq = $1 AND version = $2;
+
+-- name: get_task
+SELECT {task_columns} FROM tasks WHERE task_id = $1;
+
+-- name: get_tasks
+SELECT {task_columns} FROM tasks WHERE seq = ANY($1::bigint[]);
+
+-- name: history_of_task
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
+WHERE e.task_seq = $1 AND e.id < $2
+ORDER BY e.id DESC LIMIT $3;
+
+-- name: history_of_schedule
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
+WHERE e.schedule_id = $1 AND e.id < $2
+ORDER BY e.id DESC LIMIT $3;
+
+-- name: insert_schedule
+INSERT INTO schedules (
+    schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,
+    timeout_seconds, cron_expression, timezone, jitter_seconds, misfire_policy, overlap_policy,
+    status, version, current_seq, previous_seq, created_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19);
+
+-- name: set_current_seq
+UPDATE schedules SET current_seq = $2 WHERE schedule_id = $1;
+
+-- name: get_schedule
+SELECT {schedule_columns} FROM schedules WHERE schedule_id = $1;
+
+-- name: schedules_of
+SELECT {schedule_columns} FROM schedules
+WHERE status = 'active' AND current_seq = ANY($1::bigint[]);
+
+-- name: advance_schedule
+UPDATE schedules
+SET version = version + 1, current_seq = $1,
+    previous_seq = CASE WHEN $4 THEN previous_seq ELSE current_seq END
+WHERE schedule_id = $2 AND version = $3 AND status = 'active';
+
+-- name: delete_task
+DELETE FROM tasks WHERE seq = $1;
+
+-- name: skip_instance
+UPDATE tasks
+SET status = 'cancelled', version = version + 1, completed_at = $2, last_error = $3
+WHERE seq = $1 AND status = 'pending';
+
+-- name: set_schedule_status
+UPDATE schedules SET status = $2, version = version + 1
+WHERE schedule_id = $1 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
+RETURNING {schedule_columns};
+
+-- name: acquire_leases
+UPDATE partition_leases
+SET epoch = CASE WHEN owner = $1 AND expires_at >= $2 THEN epoch ELSE epoch + 1 END,
+    owner = $1, expires_at = $2 + $3
+WHERE partition = ANY($4::int[]) AND (owner = $1 OR owner IS NULL OR expires_at < $2)
+RETURNING partition, epoch;
+
+-- name: release_leases
+UPDATE partition_leases SET owner = NULL, expires_at = 0
+FROM unnest($2::int[], $3::bigint[]) AS r (rpartition, repoch)
+WHERE partition = r.rpartition AND owner = $1 AND epoch = r.repoch;
+
+-- name: set_watermarks
+UPDATE partition_leases SET watermark = GREATEST(watermark, w.mark)
+FROM unnest($2::int[], $3::bigint[], $4::bigint[]) AS w (wpartition, wepoch, mark)
+WHERE partition = w.wpartition AND owner = $1 AND epoch = w.wepoch AND expires_at >= $5
+RETURNING partition;
+
+-- name: watermarks
+SELECT partition, watermark FROM partition_leases;
+
+-- name: redrive
+UPDATE tasks
+SET status = 'pending', version = version + 1, attempts = 0, due_time = $3, mark = $4,
+    triggered_at = NULL, started_at = NULL, completed_at = NULL, lease_expires_at = NULL,
+    worker_id = NULL
+WHERE seq = $1 AND version = $2 AND status = 'failed';
+
+-- name: set_priority
+UPDATE tasks SET priority = $3, version = version + 1, mark = $4
+WHERE seq = $1 AND version = $2 AND status = 'pending';
+
+-- name: create_token
+INSERT INTO api_tokens (token_id, hash, name, scopes, created_at) VALUES ($1, $2, $3, $4, $5);
+
+-- name: list_tokens
+SELECT token_id, name, scopes, created_at, revoked_at FROM api_tokens ORDER BY created_at;
+
+-- name: revoke_token
+UPDATE api_tokens SET revoked_at = $2 WHERE token_id = $1 AND revoked_at IS NULL;
+
+-- name: active_tokens
+SELECT hash, scopes FROM api_tokens WHERE revoked_at IS NULL;

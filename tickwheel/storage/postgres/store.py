@@ -1,0 +1,649 @@
+"""The distributed store: PostgreSQL through an asyncpg pool.
+
+The same contract as the SQLite store (tests/contract), with what many writers need:
+batches bound as arrays (one statement, one round trip), every read-then-write that
+must not race taken with a row lock or a per-key advisory lock, the counter of marks
+locked to commit so that marks follow commit order, and lease expiry by the server's
+clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import replace
+from importlib import resources
+from typing import Any, NamedTuple, TypeAlias, TypeVar
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from tickwheel.errors import (
+    IdempotencyConflict,
+    InvalidRequest,
+    RejectedItems,
+    StoreUnavailable,
+    TickwheelError,
+)
+from tickwheel.models import (
+    ClaimedTask,
+    ExecutionRecord,
+    Finish,
+    NewTask,
+    ScheduleRecord,
+    Status,
+    TaskRecord,
+    WheelEntry,
+    WorkflowRecord,
+)
+from tickwheel.storage import rows as convert
+from tickwheel.storage.base import Advance, Held, Propagated, TaskFilter, TokenRecord
+from tickwheel.storage.named_queries import TASK_COLUMNS, load
+
+T = TypeVar("T")
+Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
+NEVER = 2**62
+MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
+_Q = load(__package__ or "tickwheel.storage.postgres")
+
+
+def q(name: str) -> str:
+    return _Q[name]
+
+
+class PostgresStore:
+    def __init__(
+        self, url: str, *, partitions: int = 256, schema: str | None = None, pool_size: int = 10
+    ) -> None:
+        self.url = url
+        self._schema = schema
+        self._wanted_partitions = partitions
+        self._partitions = partitions
+        self._pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    async def open(self) -> None:
+        settings = {"search_path": self._schema} if self._schema else {}
+        self._pool = await asyncpg.create_pool(
+            self.url, min_size=1, max_size=self._pool_size, server_settings=settings
+        )
+        await self._transaction(migrate)
+        self._partitions = await self._transaction(self._init_cluster)
+
+    async def _init_cluster(self, db: Db) -> int:
+        await db.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        found = await db.fetchval("SELECT value FROM cluster WHERE key = 'partitions'")
+        if found is not None:
+            return int(found)
+        count = self._wanted_partitions
+        await db.execute(
+            "INSERT INTO cluster (key, value) VALUES ('partitions', $1), ('mark', 0)", count
+        )
+        await db.execute(
+            "INSERT INTO partition_leases (partition) SELECT generate_series(0, $1 - 1)", count
+        )
+        return count
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    # -- plumbing ------------------------------------------------------------
+
+    async def _transaction(self, work: Callable[[Db], Awaitable[T]]) -> T:
+        assert self._pool is not None, "open() the store first"
+        try:
+            async with self._pool.acquire() as db, db.transaction():
+                return await work(db)
+        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as error:
+            raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
+
+    async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        return await self._transaction(lambda db: db.fetch(q(name), *args))
+
+    async def _fetchval(self, name: str, *args: Any) -> Any:
+        return await self._transaction(lambda db: db.fetchval(q(name), *args))
+
+    # -- tasks ---------------------------------------------------------------
+
+    async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
+        return [held.seq for held in await self.insert_tasks_with_holders(tasks)]
+
+    async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
+        return await self._transaction(lambda db: _insert_tasks(db, tasks))
+
+    async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
+        return await self._transaction(lambda db: _propagate(db, now_ms, limit))
+
+    async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
+        async def work(db: Db) -> bool:
+            w = workflow
+            inserted = await db.execute(
+                q("insert_workflow"), w.workflow_id, w.name, w.created_ms, w.request_hash
+            )
+            if inserted.endswith(" 0"):
+                return False
+            await _insert_tasks(db, tasks)
+            return True
+
+        return await self._transaction(work)
+
+    async def get_workflow(
+        self, workflow_id: str
+    ) -> tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None:
+        async def work(db: Db) -> Any:
+            row = await db.fetchrow(q("get_workflow"), workflow_id)
+            if row is None:
+                return None
+            tasks = [convert.task(r) for r in await db.fetch(q("workflow_tasks"), workflow_id)]
+            edges = await db.fetch(q("edges_into"), [t.seq for t in tasks])
+            return WorkflowRecord(*row), tasks, [(e[0], e[1]) for e in edges]
+
+        found: tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None
+        found = await self._transaction(work)
+        return found
+
+    async def active_workflows(self, workflow_ids: Collection[str]) -> set[str]:
+        return {r[0] for r in await self._fetch("active_workflows", list(workflow_ids))}
+
+    async def has_propagations(self, now_ms: int) -> bool:
+        return bool(await self._fetchval("has_propagations", now_ms))
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        found = await self._fetch("get_task", task_id)
+        return convert.task(found[0]) if found else None
+
+    async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]:
+        return [convert.task(r) for r in await self._fetch("get_tasks", list(seqs))]
+
+    async def list_tasks(
+        self, where: TaskFilter, *, before_seq: int | None, limit: int
+    ) -> list[TaskRecord]:
+        clauses = ["seq < $1"]
+        params: list[Any] = [before_seq if before_seq is not None else NEVER]
+        if where.statuses:
+            params.append([str(s) for s in where.statuses])
+            clauses.append(f"status = ANY(${len(params)}::text[])")
+        if where.task_type is not None:
+            params.append(where.task_type)
+            clauses.append(f"task_type = ${len(params)}")
+        if where.schedule_id is not None:
+            params.append(where.schedule_id)
+            clauses.append(f"schedule_id = ${len(params)}")
+        params.append(limit)
+        sql = (
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
+            f" ORDER BY seq DESC LIMIT ${len(params)}"
+        )
+        found = await self._transaction(lambda db: db.fetch(sql, *params))
+        return [convert.task(r) for r in found]
+
+    async def history(
+        self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
+    ) -> list[ExecutionRecord]:
+        before = before_id or NEVER
+        if schedule_id is not None:
+            found = await self._fetch("history_of_schedule", schedule_id, before, limit)
+        else:
+            found = await self._fetch("history_of_task", task_seq, before, limit)
+        return [convert.execution(r) for r in found]
+
+    async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
+        async def work(db: Db) -> list[bool]:
+            marks = await _take_marks(db, len(items))
+            return [
+                _changed(await db.execute(q("redrive"), s, v, now_ms, m))
+                for (s, v), m in zip(items, marks, strict=True)
+            ]
+
+        return await self._transaction(work)
+
+    async def set_priority(self, seq: int, version: int, priority: int) -> bool:
+        async def work(db: Db) -> bool:
+            (mark,) = await _take_marks(db, 1)
+            return _changed(await db.execute(q("set_priority"), seq, version, priority, mark))
+
+        return await self._transaction(work)
+
+    async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
+        return await self._transaction(
+            lambda db: _changed_async(db.execute(q("cancel"), seq, version, now_ms))
+        )
+
+    # -- dispatch ------------------------------------------------------------
+
+    async def load_pending(
+        self,
+        partitions: Collection[int],
+        *,
+        due_after: int | None,
+        due_until: int,
+        mark_after: int | None = None,
+    ) -> list[WheelEntry]:
+        parts = sorted(partitions)
+        if mark_after is None:
+            after = -NEVER if due_after is None else due_after
+            found = await self._fetch("load_due_range", parts, after, due_until)
+        else:
+            found = await self._fetch("load_new", parts, mark_after, due_until)
+        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in found]
+
+    async def max_seq(self) -> int:
+        return int(await self._fetchval("max_seq"))
+
+    async def max_mark(self) -> int:
+        return int(await self._fetchval("max_mark"))
+
+    async def claim(
+        self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
+    ) -> list[ClaimedTask]:
+        claim = _Claim(now_ms, now_ms + lease_ms, worker_id)
+
+        async def work(db: Db) -> list[asyncpg.Record]:
+            found = await claim.run(db, items, keyed=False)
+            if len(found) < len(items):  # cancelled meanwhile, or behind an ordering key
+                taken = {r[0] for r in found}
+                found += await _claim_keyed(db, [i for i in items if i[0] not in taken], claim)
+            return found
+
+        return [convert.claimed(r) for r in await self._transaction(work)]
+
+    async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
+        found = await self._fetch("extend_leases", list(fences), list(fences.values()), until_ms)
+        return set(fences) - {r[0] for r in found}
+
+    async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
+        return await self._transaction(lambda db: _finish(db, finishes))
+
+    async def expired_leases(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]:
+        found = await self._fetch("expired_leases", sorted(partitions), now_ms, limit)
+        return [convert.task(r) for r in found]
+
+    # -- schedules -----------------------------------------------------------
+
+    async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
+        async def work(db: Db) -> str:
+            # The key names the schedule, the id users hold, not its first instance.
+            keyed = replace(first, task_id=schedule.schedule_id)
+            originals = await _take_idempotency_keys(db, [keyed])
+            if originals:
+                return originals[0]
+            await db.execute(q("insert_schedule"), *convert.schedule_params(schedule))
+            (seq,) = await _insert_task_rows(db, [convert.task_params(first)])
+            await db.execute(q("set_current_seq"), schedule.schedule_id, seq)
+            return schedule.schedule_id
+
+        return await self._transaction(work)
+
+    async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
+        found = await self._fetch("get_schedule", schedule_id)
+        return convert.schedule(found[0]) if found else None
+
+    async def schedules_of(self, seqs: Collection[int]) -> dict[int, ScheduleRecord]:
+        schedules = [convert.schedule(r) for r in await self._fetch("schedules_of", list(seqs))]
+        return {s.current_seq: s for s in schedules if s.current_seq is not None}
+
+    async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
+        async def work(db: Db) -> list[int | None]:
+            return [await _advance(db, schedule, nxt, skip) for schedule, nxt, skip in advances]
+
+        return await self._transaction(work)
+
+    async def set_schedule_status(
+        self, schedule_id: str, status: str, *, only_from: Collection[str] | None = None
+    ) -> ScheduleRecord | None:
+        only = list(only_from) if only_from is not None else None
+        found = await self._fetch("set_schedule_status", schedule_id, status, only)
+        return convert.schedule(found[0]) if found else None
+
+    # -- API tokens ----------------------------------------------------------
+
+    async def create_token(
+        self, token_id: str, token_hash: str, *, name: str, scopes: frozenset[str], now_ms: int
+    ) -> None:
+        row = (token_id, token_hash, name, ",".join(sorted(scopes)), now_ms)
+        await self._transaction(lambda db: db.execute(q("create_token"), *row))
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        found = await self._fetch("list_tokens")
+        return [TokenRecord(r[0], r[1], frozenset(r[2].split(",")), r[3], r[4]) for r in found]
+
+    async def revoke_token(self, token_id: str, now_ms: int) -> bool:
+        return await self._transaction(
+            lambda db: _changed_async(db.execute(q("revoke_token"), token_id, now_ms))
+        )
+
+    async def active_tokens(self) -> dict[str, frozenset[str]]:
+        return {r[0]: frozenset(r[1].split(",")) for r in await self._fetch("active_tokens")}
+
+    # -- partition leases ----------------------------------------------------
+
+    async def partitions(self) -> int:
+        return self._partitions
+
+    async def acquire(
+        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
+    ) -> dict[int, int]:
+        async def work(db: Db) -> dict[int, int]:
+            now = await db.fetchval(q("now_ms"))
+            found = await db.fetch(q("acquire_leases"), node_id, now, ttl_ms, sorted(wanted))
+            return {r[0]: r[1] for r in found}
+
+        return await self._transaction(work)
+
+    async def release(self, node_id: str, held: Mapping[int, int]) -> None:
+        await self._transaction(
+            lambda db: db.execute(q("release_leases"), node_id, list(held), list(held.values()))
+        )
+
+    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
+        async def work(db: Db) -> set[int]:
+            now = await db.fetchval(q("now_ms"))
+            parts = list(marks)
+            epochs = [marks[p][0] for p in parts]
+            values = [marks[p][1] for p in parts]
+            found = await db.fetch(q("set_watermarks"), node_id, parts, epochs, values, now)
+            return set(parts) - {r[0] for r in found}
+
+        return await self._transaction(work)
+
+    async def watermarks(self) -> dict[int, int]:
+        return {r[0]: r[1] for r in await self._fetch("watermarks")}
+
+
+# -- migrations ----------------------------------------------------------------
+
+
+async def migrate(db: Db) -> list[str]:
+    """Apply the migrations not applied yet; return their names. An advisory lock lets
+    several processes start at once: one applies, the others find them applied."""
+    await db.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+    await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY)")
+    folder = resources.files(__package__ or "tickwheel.storage.postgres").joinpath("migrations")
+    done = {r[0] for r in await db.fetch("SELECT name FROM schema_migrations")}
+    applied = []
+    for name in sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql")):
+        if name in done:
+            continue
+        await db.execute(folder.joinpath(name).read_text())
+        await db.execute("INSERT INTO schema_migrations (name) VALUES ($1)", name)
+        applied.append(name)
+    return applied
+
+
+# -- the work of one transaction -----------------------------------------------
+
+
+def _changed(status: str) -> bool:
+    """Whether a command's status ("UPDATE 1", "INSERT 0 1") says a row changed."""
+    return not status.endswith(" 0")
+
+
+async def _changed_async(command: Awaitable[str]) -> bool:
+    return _changed(await command)
+
+
+async def _take_marks(db: Db, count: int) -> range:
+    if count == 0:
+        return range(0)
+    top = await db.fetchval(q("take_marks"), count)
+    return range(top - count + 1, top + 1)
+
+
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
+    """Rows as one list per column: what `unnest` takes."""
+    return [[row[i] for row in rows] for i in range(width)]
+
+
+async def _insert_task_rows(db: Db, task_rows: list[list[Any]]) -> list[int]:
+    if not task_rows:
+        return []
+    seqs = [r[0] for r in await db.fetch(q("next_seqs"), len(task_rows))]
+    marks = await _take_marks(db, len(task_rows))
+    full = [[s, m, *r] for s, m, r in zip(seqs, marks, task_rows, strict=True)]
+    await db.execute(q("insert_tasks"), *_columns(full, 22))
+    return seqs
+
+
+async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
+    originals = await _take_idempotency_keys(db, tasks)
+    fresh_at = [i for i in range(len(tasks)) if i not in originals]
+    fresh = [tasks[i] for i in fresh_at]
+    graph = await _Dependencies.read(db, fresh, fresh_at)
+    params = [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
+    seqs = await _insert_task_rows(db, params)
+    await graph.link(seqs)
+    seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
+    older = [task_id for task_id in originals.values() if task_id not in seq_of]
+    if older:
+        seq_of.update({r[0]: r[1] for r in await db.fetch(q("seqs_of"), older)})
+    holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
+    return [Held(seq_of[holder], holder) for holder in holders]
+
+
+class _Dependencies:
+    """As in the SQLite store; predecessors are read under a row lock, so one cannot
+    end between this read and the commit that marks it as having dependents."""
+
+    def __init__(self, db: Db, tasks: Sequence[NewTask]) -> None:
+        self._db = db
+        self._tasks = tasks
+        self._known: dict[str, tuple[int, Status]] = {}
+        self.statuses: list[Status] = [Status.PENDING] * len(tasks)
+
+    @classmethod
+    async def read(cls, db: Db, tasks: Sequence[NewTask], at: Sequence[int]) -> _Dependencies:
+        graph = cls(db, tasks)
+        outside = sorted({p for t in tasks for p in t.predecessors})
+        if not outside:
+            return graph
+        found = await db.fetch(q("statuses_of"), outside)
+        graph._known = {r[0]: (r[1], Status(r[2])) for r in found}
+        unknown: dict[int, TickwheelError] = {}
+        for i, (index, t) in enumerate(zip(at, tasks, strict=True)):
+            missing = [p for p in t.predecessors if p not in graph._known]
+            if missing:
+                unknown[index] = InvalidRequest("dependencies", f"no task has the id {missing[0]}")
+            states = [graph._known[p][1] for p in t.predecessors if p in graph._known]
+            graph.statuses[i] = convert.start_status(states)
+            graph._known[t.task_id] = (-1, graph.statuses[i])
+        if unknown:
+            raise RejectedItems(unknown)
+        return graph
+
+    async def link(self, seqs: Sequence[int]) -> None:
+        if all(not t.predecessors for t in self._tasks):
+            return
+        for t, seq in zip(self._tasks, seqs, strict=True):
+            self._known[t.task_id] = (seq, self._known[t.task_id][1])
+        counters: list[tuple[int, int, int]] = []
+        edges: list[tuple[int, int, str]] = []
+        watched: set[int] = set()
+        for t, seq, status in zip(self._tasks, seqs, self.statuses, strict=True):
+            predecessors = [self._known[p] for p in dict.fromkeys(t.predecessors)]
+            edges += [(p, seq, convert.edge_state(s)) for p, s in predecessors]
+            if status is Status.BLOCKED:
+                done = sum(s is Status.SUCCEEDED for _, s in predecessors)
+                counters.append((seq, len(predecessors), done))
+                watched.update(p for p, s in predecessors if not s.is_final)
+        await self._db.execute(q("insert_edges"), *_columns(edges, 3))
+        if counters:
+            await self._db.execute(q("insert_dependencies"), *_columns(counters, 3))
+        await self._db.execute(q("mark_has_dependents"), sorted(watched))
+
+
+async def _take_idempotency_keys(db: Db, tasks: Sequence[NewTask]) -> dict[int, str]:
+    originals: dict[int, str] = {}
+    conflicts: dict[int, TickwheelError] = {}
+    for index, t in enumerate(tasks):
+        k = t.idempotency
+        if k is None:
+            continue
+        args = (t.task_type, k.key, t.task_id, k.request_hash, t.created_ms, k.since_ms)
+        if await db.fetchval(q("take_idempotency_key"), *args) is not None:
+            continue
+        row = await db.fetchrow(q("idempotency_key_holder"), t.task_type, k.key)
+        assert row is not None  # the key was just found taken, and keys are never deleted
+        holder, request_hash = row
+        if request_hash == k.request_hash:
+            originals[index] = holder
+        else:
+            conflicts[index] = IdempotencyConflict.of(t.task_type, k.key, holder)
+    if conflicts:
+        raise RejectedItems(conflicts)
+    return originals
+
+
+async def _propagate(db: Db, now_ms: int, limit: int) -> Propagated:
+    ended = await db.fetch(q("take_propagations"), now_ms, limit)
+    if not ended:
+        return Propagated(0, 0, more=False)
+    ok = [r[0] for r in ended if r[2] == Status.SUCCEEDED]
+    failed = {r[0]: (r[1], r[2]) for r in ended if r[2] != Status.SUCCEEDED}
+    unblocked, later = await _pass_keys(db, ended, now_ms)
+    upstream_failed = 0
+    if ok:
+        settled = await db.fetch(q("settle_edges"), ok, "satisfied")
+        counts = Counter(r[1] for r in settled)
+        counted = await db.fetch(q("count_satisfied"), list(counts), list(counts.values()))
+        free = [r[0] for r in counted if r[1]]
+        marks = await _take_marks(db, len(free))
+        unblocked += _count(await db.execute(q("unblock"), free, list(marks), now_ms))
+    if failed:
+        settled = await db.fetch(q("settle_edges"), list(failed), "failed")
+        errors = {r[1]: "upstream task {} ended {}".format(*failed[r[0]]) for r in settled}
+        done = await db.execute(q("fail_upstream"), list(errors), list(errors.values()), now_ms)
+        upstream_failed = _count(done)
+    await db.execute(q("forget_propagations"), [r[0] for r in ended])
+    if later:
+        await db.execute(q("propagate_later"), *_columns(later, 2))
+    more = await db.fetchval(q("has_propagations"), now_ms)
+    return Propagated(unblocked, upstream_failed, more=bool(more))
+
+
+def _count(status: str) -> int:
+    return int(status.rsplit(" ", 1)[1])
+
+
+class _Turn(NamedTuple):
+    holder: int | None
+    took_turn: bool = False
+    busy_until: int | None = None
+
+
+async def _settle_key(db: Db, key: str, now_ms: int) -> _Turn:
+    """As in the SQLite store; the caller holds the key's advisory lock."""
+    held = await db.fetchrow(q("key_holder"), key)
+    if held is not None:
+        holder, status, lease_until = held
+        if not Status(status).is_final:
+            return _Turn(holder)
+        if status == Status.CANCELLED and lease_until is not None and lease_until > now_ms:
+            return _Turn(holder, busy_until=lease_until)
+    nxt = await db.fetchrow(q("next_of_key"), key, now_ms)
+    if nxt is None:
+        await db.execute(q("free_key"), key)
+        return _Turn(None)
+    seq, status = nxt
+    await db.execute(q("hold_key"), key, seq)
+    if status != Status.WAITING:
+        return _Turn(seq)
+    (mark,) = await _take_marks(db, 1)
+    await db.execute(q("take_turn"), seq, mark)
+    return _Turn(seq, took_turn=True)
+
+
+async def _pass_keys(
+    db: Db, ended: Sequence[asyncpg.Record], now_ms: int
+) -> tuple[int, list[tuple[int, int]]]:
+    ended_by_key: dict[str, list[int]] = {}
+    for r in ended:
+        if r[3] is not None:
+            ended_by_key.setdefault(r[3], []).append(r[0])
+    if not ended_by_key:
+        return 0, []
+    await db.execute(q("lock_keys"), sorted(ended_by_key))
+    turns, later = 0, []
+    for key in sorted(ended_by_key):
+        turn = await _settle_key(db, key, now_ms)
+        turns += turn.took_turn
+        if turn.busy_until is not None:
+            later += [(seq, turn.busy_until) for seq in ended_by_key[key]]
+    return turns, later
+
+
+class _Claim(NamedTuple):
+    now_ms: int
+    lease_until: int
+    worker_id: str
+
+    async def run(
+        self, db: Db, items: Sequence[tuple[int, int]], *, keyed: bool
+    ) -> list[asyncpg.Record]:
+        seqs, triggered = [i[0] for i in items], [i[1] for i in items]
+        args = (seqs, triggered, self.now_ms, self.lease_until, self.worker_id, keyed)
+        return list(await db.fetch(q("claim"), *args))
+
+
+async def _claim_keyed(
+    db: Db, items: Sequence[tuple[int, int]], claim: _Claim
+) -> list[asyncpg.Record]:
+    keyed = await db.fetch(q("keyed_claims"), [i[0] for i in items], claim.now_ms)
+    if not keyed:
+        return []
+    keys = sorted({r[1] for r in keyed})
+    await db.execute(q("lock_keys"), keys)
+    holders = {key: (await _settle_key(db, key, claim.now_ms)).holder for key in keys}
+    turn = {r[0] for r in keyed if holders[r[1]] == r[0]}
+    await db.execute(q("wait_for_turn"), [r[0] for r in keyed if r[0] not in turn])
+    if not turn:
+        return []
+    return await claim.run(db, [i for i in items if i[0] in turn], keyed=True)
+
+
+async def _finish(db: Db, finishes: Sequence[Finish]) -> list[bool]:
+    first: dict[int, Finish] = {}
+    for f in finishes:
+        first.setdefault(f.seq, f)
+    marks = iter(await _take_marks(db, sum(f.retry_at_ms is not None for f in first.values())))
+    batch = [
+        (
+            *(f.seq, f.fence, str(f.status), f.retry_at_ms, f.ended_ms, f.error),
+            None if f.retry_at_ms is None else next(marks),
+            f.lease_expired_before,
+        )
+        for f in first.values()
+    ]
+    done_rows = await db.fetch(q("finish"), *_columns(batch, 8))
+    executions = []
+    for seq, attempts, started, worker_id, schedule_id in done_rows:
+        f = first[seq]
+        run = (seq, schedule_id, attempts, f.fence, worker_id, started, f.ended_ms)
+        executions.append((*run, str(f.outcome), f.error))
+    if executions:
+        await db.execute(q("insert_executions"), *_columns(executions, 9))
+    done = {r[0] for r in done_rows}
+    repeats = [f for f in finishes if first[f.seq] is not f]
+    again = dict(zip(map(id, repeats), await _finish(db, repeats), strict=True)) if repeats else {}
+    return [f.seq in done if first[f.seq] is f else again[id(f)] for f in finishes]
+
+
+async def _advance(
+    db: Db, schedule: ScheduleRecord, nxt: NewTask, skip: tuple[int, str] | None
+) -> int | None:
+    async with db.transaction():  # a savepoint: a lost compare-and-set undoes its insert
+        (seq,) = await _insert_task_rows(db, [convert.task_params(nxt)])
+        s = schedule
+        advanced = await db.execute(
+            q("advance_schedule"), seq, s.schedule_id, s.version, skip is not None
+        )
+        if not _changed(advanced):
+            await db.execute(q("delete_task"), seq)
+            return None
+        if skip is not None:
+            skipped, reason = skip
+            await db.execute(q("skip_instance"), skipped, nxt.created_ms, reason)
+        return seq
