@@ -21,6 +21,9 @@ class Settings:
     concurrency: int = 64
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
+    # Share the partitions with the other scheduler nodes alive (distributed mode);
+    # off, a node takes every partition it can (embedded mode).
+    balance_partitions: bool = False
     horizon_seconds: float = 60.0
     max_payload_bytes: int = 256 * 1024
     max_batch_bytes: int = 32 * 1024 * 1024

@@ -916,6 +916,16 @@ async def test_release_frees_partitions_at_once(store: Store) -> None:
     assert await store.set_watermarks("a", {0: (held[0], T0)}) == {0}
 
 
+async def test_nodes_alive_are_those_whose_heartbeat_has_not_lapsed(store: Store) -> None:
+    assert await store.heartbeat("b", ttl_ms=200) == ["b"]
+    assert await store.heartbeat("a", ttl_ms=LONG_TTL) == ["a", "b"]
+    await asyncio.sleep(0.3)
+    assert await store.heartbeat("a", ttl_ms=LONG_TTL) == ["a"]  # b's lapsed
+    assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["a", "b"]  # back again
+    await store.leave("a")
+    assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["b"]
+
+
 # -- durability --------------------------------------------------------------
 
 

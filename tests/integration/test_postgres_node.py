@@ -66,3 +66,56 @@ async def test_tasks_graphs_and_keys_run_on_postgres(database_url: str) -> None:
     assert [p for p in ran if isinstance(p, str) and p.startswith("k")] == [
         f"k{i}" for i in range(5)
     ]
+
+
+async def held_by(nodes: list[Node]) -> list[set[int]]:
+    return [set(n.leases.held) for n in nodes]
+
+
+async def until(condition: Any, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.05)
+
+
+async def test_scheduler_nodes_share_the_partitions_and_take_over(database_url: str) -> None:
+    def settings(name: str) -> Settings:
+        return Settings(
+            database_url=database_url,
+            partitions=32,
+            partition_lease_seconds=1,
+            balance_partitions=True,
+            node_id=name,
+        )
+
+    nodes = [Node(settings=settings(name), run_worker=False) for name in ("a", "b", "c")]
+    for node in nodes:
+        await node.start()
+    try:
+
+        async def split_three_ways() -> bool:
+            held = await held_by(nodes)
+            disjoint = sum(len(h) for h in held) == 32
+            return disjoint and set().union(*held) == set(range(32)) and all(held)
+
+        await until(split_three_ways)
+        await nodes[2].stop()  # a graceful stop gives its partitions back at once
+
+        async def split_two_ways() -> bool:
+            held = await held_by(nodes[:2])
+            return sum(len(h) for h in held) == 32 and set().union(*held) == set(range(32))
+
+        await until(split_two_ways, timeout=5)
+        # As if b died: its loops stop without giving anything back, so its heartbeat
+        # and its leases lapse by the store's clock and a takes everything over.
+        for loop in nodes[1]._loops:
+            loop.cancel()
+
+        async def one_owns_everything() -> bool:
+            return set(nodes[0].leases.held) == set(range(32))
+
+        await until(one_owns_everything, timeout=10)
+    finally:
+        for node in nodes[:2]:
+            await node.stop()

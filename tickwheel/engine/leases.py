@@ -6,13 +6,21 @@ partition's trigger watermark, fenced by the epoch, so a node whose lease was ta
 over learns it on its next write and stops triggering that partition at once. If a
 renewal cannot reach the store, the node stops triggering before its leases could
 have expired, since another node may take them then.
+
+With several scheduler nodes (`balance`), each heartbeats in the store and wants the
+partitions that rendezvous hashing gives it among the nodes alive: every node computes
+the same split from the same list, a node joining or leaving moves only its share, and
+a node gives back at once what is no longer its own so that the new owner need not wait
+for the lease to lapse. The store's leases still decide: two nodes with different views
+of who is alive can want one partition, and only one of them holds it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
@@ -30,6 +38,7 @@ class PartitionLeases:
         clock: Clock,
         node_id: str,
         ttl_seconds: float = 15.0,
+        balance: bool = False,
     ) -> None:
         self._store = store
         self._trigger = trigger
@@ -38,10 +47,15 @@ class PartitionLeases:
         self._ttl_ms = round(ttl_seconds * 1000)
         self.held: dict[int, int] = {}  # partition -> epoch
         self._valid_until = 0
+        self._balance = balance
 
     async def wanted(self) -> Collection[int]:
-        """Embedded mode: this node wants every partition (a later rebalancer narrows it)."""
-        return range(await self._store.partitions())
+        """Every partition when alone (embedded mode), else this node's fair share."""
+        count = await self._store.partitions()
+        if not self._balance:
+            return range(count)
+        alive = await self._store.heartbeat(self.node_id, ttl_ms=self._ttl_ms)
+        return fair_share(self.node_id, alive, count)
 
     async def run(self) -> None:
         interval = self._ttl_ms / 3000
@@ -64,7 +78,13 @@ class PartitionLeases:
         lost = await self._store.set_watermarks(self.node_id, marks) if marks else set()
         for partition in lost:
             self._lose(partition)
-        got = await self._store.acquire(self.node_id, await self.wanted(), ttl_ms=self._ttl_ms)
+        wanted = set(await self.wanted())
+        unwanted = {p: epoch for p, epoch in self.held.items() if p not in wanted}
+        if unwanted:  # another node's share now: stop, then let it take them at once
+            for partition in unwanted:
+                self._lose(partition)
+            await self._store.release(self.node_id, unwanted)
+        got = await self._store.acquire(self.node_id, wanted, ttl_ms=self._ttl_ms)
         self._valid_until = started + self._ttl_ms
         return got
 
@@ -94,3 +114,18 @@ class PartitionLeases:
             self._trigger.lose(partition)
         if held:
             await self._store.release(self.node_id, held)
+        if self._balance:
+            await self._store.leave(self.node_id)
+
+
+def fair_share(node_id: str, alive: Sequence[str], partitions: int) -> set[int]:
+    """The partitions rendezvous hashing gives `node_id` among the nodes `alive`: each
+    partition goes to the node with the highest hash of (node, partition)."""
+    if node_id not in alive:
+        alive = [*alive, node_id]
+    return {p for p in range(partitions) if max(alive, key=lambda n: _score(n, p)) == node_id}
+
+
+def _score(node_id: str, partition: int) -> int:
+    digest = hashlib.blake2b(f"{node_id}/{partition}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")

@@ -109,6 +109,7 @@ class Node:
             clock=self.clock,
             node_id=self.node_id,
             ttl_seconds=s.partition_lease_seconds,
+            balance=s.balance_partitions,
         )
         self.resolver = DependencyResolver(
             store=self.store, clock=self.clock, on_unblocked=self.trigger.poke

@@ -223,6 +223,15 @@ class LeaseStore(Protocol):
 
     async def watermarks(self) -> dict[int, int]: ...
 
+    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
+        """Say this scheduler node is alive for `ttl_ms` more (by the store's clock);
+        return the ids of every node alive now, sorted."""
+        ...
+
+    async def leave(self, node_id: str) -> None:
+        """This node stops: the others share its partitions at once."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TokenRecord:

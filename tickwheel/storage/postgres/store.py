@@ -350,6 +350,18 @@ class PostgresStore:
 
         return await self._transaction(work)
 
+    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
+        async def work(db: Db) -> list[str]:
+            now = await db.fetchval(q("now_ms"))
+            await db.execute(q("node_heartbeat"), node_id, now, ttl_ms)
+            await db.execute(q("forget_dead_nodes"), now)
+            return [r[0] for r in await db.fetch(q("live_nodes"), now)]
+
+        return await self._transaction(work)
+
+    async def leave(self, node_id: str) -> None:
+        await self._transaction(lambda db: db.execute(q("leave"), node_id))
+
     async def watermarks(self) -> dict[int, int]:
         return {r[0]: r[1] for r in await self._fetch("watermarks")}
 

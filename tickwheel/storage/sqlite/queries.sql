@@ -314,3 +314,16 @@ UPDATE api_tokens SET revoked_at = :now WHERE token_id = :token_id AND revoked_a
 
 -- name: active_tokens
 SELECT hash, scopes FROM api_tokens WHERE revoked_at IS NULL;
+
+-- name: node_heartbeat
+INSERT INTO scheduler_nodes (node_id, expires_at) VALUES (:node, :now + :ttl)
+ON CONFLICT (node_id) DO UPDATE SET expires_at = excluded.expires_at;
+
+-- name: live_nodes
+SELECT node_id FROM scheduler_nodes WHERE expires_at >= :now ORDER BY node_id;
+
+-- name: forget_dead_nodes
+DELETE FROM scheduler_nodes WHERE expires_at < :now - 3600000;
+
+-- name: leave
+DELETE FROM scheduler_nodes WHERE node_id = ?;

@@ -178,3 +178,9 @@ WHEN (NEW.has_dependents = 1 OR NEW.ordering_key IS NOT NULL)
 BEGIN
     INSERT OR IGNORE INTO propagations (seq) VALUES (NEW.seq);
 END;
+
+-- Scheduler nodes alive until their heartbeat lapses: they share the partitions.
+CREATE TABLE scheduler_nodes (
+    node_id     TEXT PRIMARY KEY,
+    expires_at  INTEGER NOT NULL
+) WITHOUT ROWID;

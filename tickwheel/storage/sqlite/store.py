@@ -371,6 +371,21 @@ class SqliteStore:
 
         return await self._writer.transaction(work, acknowledged=False)
 
+    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
+        def work(db: sqlite3.Connection) -> list[str]:
+            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+            params = {"node": node_id, "now": now, "ttl": ttl_ms}
+            db.execute(q("node_heartbeat"), params)
+            db.execute(q("forget_dead_nodes"), params)
+            return [r[0] for r in db.execute(q("live_nodes"), params)]
+
+        return await self._writer.transaction(work, acknowledged=False)
+
+    async def leave(self, node_id: str) -> None:
+        await self._writer.transaction(
+            lambda db: db.execute(q("leave"), (node_id,)), acknowledged=False
+        )
+
     async def watermarks(self) -> dict[int, int]:
         return dict(await self._reader.run(lambda db: db.execute(q("watermarks")).fetchall()))
 
