@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import types
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+from typing import Any, get_type_hints
 
 
 def env(name: str) -> str:
@@ -10,11 +14,21 @@ def env(name: str) -> str:
     return f"TICKWHEEL_{name.upper()}"
 
 
+class Role(StrEnum):
+    """What a process does. `tickwheel up` does all three; a cluster runs them apart."""
+
+    API = "api"  # serves the HTTP API (submissions, reads, remote workers)
+    SCHEDULER = "scheduler"  # owns partitions: triggers, resolvers, reaper
+    WORKER = "worker"  # runs tasks
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8700
     database_url: str = "sqlite:///./tickwheel.db"
+    redis_url: str | None = None  # the ready queue on Redis; None: in this process
+    redis_prefix: str = "tickwheel:"  # of every key: clusters can share one Redis
     app: str | None = None
     partitions: int = 16
     queues: tuple[str, ...] = ("default",)
@@ -34,3 +48,34 @@ class Settings:
     max_drain_seconds: float = 300.0
     shutdown_grace_seconds: float = 30.0
     node_id: str | None = None
+
+    def from_env(self, environ: dict[str, str] | None = None) -> Settings:
+        """These settings with every `TICKWHEEL_*` variable that is set applied."""
+        environ = dict(os.environ) if environ is None else environ
+        hints = get_type_hints(Settings)
+        found = {
+            f.name: _parse(environ[env(f.name)], hints[f.name], env(f.name))
+            for f in fields(self)
+            if env(f.name) in environ
+        }
+        return replace(self, **found)
+
+
+def _parse(text: str, kind: Any, name: str) -> Any:
+    """One setting from its variable: text, a number, a flag or a comma list."""
+    if isinstance(kind, types.UnionType):  # X | None: empty text is None
+        if not text:
+            return None
+        kind = next(k for k in kind.__args__ if k is not type(None))
+    try:
+        if kind is bool:
+            if text.lower() not in ("1", "true", "yes", "0", "false", "no"):
+                raise ValueError(text)
+            return text.lower() in ("1", "true", "yes")
+        if kind in (int, float):
+            return kind(text)
+        if kind == tuple[str, ...]:
+            return tuple(part.strip() for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a valid {kind.__name__}") from None
+    return text

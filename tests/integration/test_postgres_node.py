@@ -13,7 +13,7 @@ import pytest
 from services import require
 
 from tickwheel import App, TaskContext, Workflow
-from tickwheel.config import Settings
+from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
 from tickwheel.models import FINAL_STATUSES, Status
 
@@ -118,4 +118,61 @@ async def test_scheduler_nodes_share_the_partitions_and_take_over(database_url: 
         await until(one_owns_everything, timeout=10)
     finally:
         for node in nodes[:2]:
+            await node.stop()
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    require("redis")
+    return f"tw-test-{uuid.uuid4().hex[:8]}:"
+
+
+async def test_api_scheduler_and_worker_apart_over_postgres_and_redis(
+    database_url: str, redis_prefix: str
+) -> None:
+    """Each role in its own Node, sharing only PostgreSQL and Redis, as processes on
+    different hosts would: submissions through one reach the scheduler by notification,
+    the worker through Redis, and a graph's dependents through the scheduler's resolver."""
+    ran: list[Any] = []
+    handlers = App()
+
+    @handlers.task("step")
+    async def step(ctx: TaskContext, payload: Any) -> None:
+        ran.append(payload)
+
+    base = Settings(
+        database_url=database_url,
+        redis_url=require("redis"),
+        redis_prefix=redis_prefix,
+        partitions=8,
+        balance_partitions=True,
+    )
+    api = Node(settings=base, roles=frozenset({Role.API}))
+    scheduler = Node(settings=base, roles=frozenset({Role.SCHEDULER}))
+    worker = Node(settings=base, app=handlers, roles=frozenset({Role.WORKER}))
+    for node in (scheduler, worker, api):
+        await node.start()
+    try:
+        now = [(await api.submit("step", f"now{i}")).task_id for i in range(20)]
+        later = [
+            (await api.submit("step", f"later{i}", delay_seconds=0.5)).task_id for i in range(20)
+        ]
+        flow = Workflow("chain")
+        first = flow.task("first", "step", "first")
+        flow.task("second", "step", "second", after=[first])
+        chain = await api.submit_workflow(flow)
+        assert api.leases.held == {} and worker.leases.held == {}  # only the scheduler owns
+
+        async def all_done() -> bool:
+            views = [await api.service.get(t) for t in [*now, *later]]
+            shown = await api.workflows.get(chain.record.workflow_id)
+            return all(v.status is Status.SUCCEEDED for v in views) and shown.status == "succeeded"
+
+        await until(all_done, timeout=20)
+        assert sorted(ran) == sorted(
+            [f"now{i}" for i in range(20)] + [f"later{i}" for i in range(20)] + ["first", "second"]
+        )
+        assert ran.index("first") < ran.index("second")
+    finally:
+        for node in (api, worker, scheduler):
             await node.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tickwheel.cli import tasks, up
+from tickwheel.cli import cluster, tasks, up
 from tickwheel.cli.tokens import tokens
 from tickwheel.cli.workflows import workflows
 
@@ -16,6 +16,7 @@ cli = typer.Typer(
 )
 cli.command("up")(up.up)
 tasks.register(cli)
+cluster.register(cli)
 cli.add_typer(tokens, name="token")
 cli.add_typer(workflows, name="workflow")
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from typing_extensions import Unpack
 
 from tickwheel.clock import Clock, SystemClock, to_ms
-from tickwheel.config import Settings
+from tickwheel.config import Role, Settings
 from tickwheel.core import cron
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.engine.admission import Admission
@@ -46,8 +46,9 @@ from tickwheel.models import (
     TaskOptions,
     reserved_name,
 )
-from tickwheel.queue.memory import MemoryReadyQueue
-from tickwheel.storage.base import Store
+from tickwheel.queue.base import ReadyQueue
+from tickwheel.queue.factory import open_queue
+from tickwheel.storage.base import News, Store
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
@@ -61,8 +62,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+ALL_ROLES = frozenset(Role)
+
+
 class Node:
-    """An embedded Tickwheel: scheduler, ready queue and worker in this process."""
+    """Tickwheel in this process: by default every role on an embedded store and an
+    in-process ready queue; in a cluster, some of the roles on PostgreSQL and Redis."""
 
     def __init__(
         self,
@@ -71,6 +76,7 @@ class Node:
         app: App | None = None,
         clock: Clock | None = None,
         run_worker: bool = True,
+        roles: frozenset[Role] = ALL_ROLES,
     ) -> None:
         self.settings = settings or Settings()
         self.clock = clock or SystemClock()
@@ -79,7 +85,7 @@ class Node:
         # Recurring workflows launch through a handler of the engine's own.
         self.app.task(WORKFLOW_TASK_TYPE, check_payload=self._check_launch)(self._launch)
         self._type_options = {name: _options_of(kind) for name, kind in self.app.types.items()}
-        self._run_worker = run_worker
+        self.roles = roles if run_worker else roles - {Role.WORKER}
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
 
@@ -87,7 +93,7 @@ class Node:
         s = self.settings
         self.store: Store = await open_store(s.database_url, partitions=s.partitions)
         partitions = await self.store.partitions()
-        self.queue = MemoryReadyQueue()
+        self.queue: ReadyQueue = open_queue(s.redis_url, prefix=s.redis_prefix)
         self.trigger = TriggerEngine(
             store=self.store,
             queue=self.queue,
@@ -170,17 +176,33 @@ class Node:
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
         )
+        if Role.SCHEDULER in self.roles:
+            await self._start_scheduler()
+        if Role.WORKER in self.roles:
+            self._spawn(self.worker.run())
+        log.info(
+            "node %s started (%s): %d of %d partitions",
+            self.node_id,
+            ", ".join(sorted(self.roles)),
+            len(self.leases.held),
+            partitions,
+        )
+
+    async def _start_scheduler(self) -> None:
+        await self.store.subscribe(self._on_news)
         await self.trigger.start()
         await self.leases.renew()
         await self.resolver.resolve()  # news of tasks that ended just before a crash
         await self.trigger.load_once()
         self._spawn(self.trigger.run_loader(), self.trigger.run_trigger(), self.leases.run())
         self._spawn(self.reaper.run(), self.resolver.run(), self.engine_worker.run())
-        if self._run_worker:
-            self._spawn(self.worker.run())
-        log.info(
-            "node %s started: %d of %d partitions", self.node_id, len(self.leases.held), partitions
-        )
+
+    def _on_news(self, news: News) -> None:
+        """Another process committed tasks, or ended some with consequences."""
+        if news is News.NEW_TASKS:
+            self.trigger.poke()
+        else:
+            self.resolver.nudge()
 
     def _spawn(self, *loops: Any) -> None:
         self._loops.extend(asyncio.create_task(loop) for loop in loops)
@@ -206,7 +228,10 @@ class Node:
     async def stop(self) -> None:
         """Graceful: stop pulling, finish in-flight work within the grace period, give up
         the partitions so another node can take them at once, close the store."""
-        workers = [self.engine_worker, *([self.worker] if self._run_worker else [])]
+        workers = [
+            *([self.engine_worker] if Role.SCHEDULER in self.roles else []),
+            *([self.worker] if Role.WORKER in self.roles else []),
+        ]
         await asyncio.gather(*(w.stop(self.settings.shutdown_grace_seconds) for w in workers))
         for loop in self._loops:
             loop.cancel()
@@ -218,6 +243,7 @@ class Node:
         with contextlib.suppress(Exception):
             await self.leases.release_all()
         await self._http.aclose()
+        await self.queue.close()
         await self.store.close()
 
     async def __aenter__(self) -> Node:

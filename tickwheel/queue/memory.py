@@ -93,3 +93,6 @@ class MemoryReadyQueue:
 
     def depth(self) -> dict[str, int]:
         return {name: lanes.count for name, lanes in self._queues.items()}
+
+    async def close(self) -> None:
+        """Nothing to release: the queue lives in this process."""

@@ -7,8 +7,9 @@ which transition happens when live in the engine.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import NamedTuple, Protocol
 
 from tickwheel.models import (
@@ -29,6 +30,11 @@ class TaskFilter:
     statuses: tuple[Status, ...] = ()
     task_type: str | None = None
     schedule_id: str | None = None
+
+
+class News(StrEnum):
+    NEW_TASKS = "tickwheel_new_tasks"
+    ENDED = "tickwheel_ended"
 
 
 class Propagated(NamedTuple):
@@ -168,6 +174,12 @@ class DispatchStore(Protocol):
     async def expired_leases(
         self, partitions: Collection[int], *, now_ms: int, limit: int
     ) -> list[TaskRecord]: ...
+
+    async def subscribe(self, on_news: Callable[[News], None]) -> None:
+        """Call `on_news` when another process commits tasks (NEW_TASKS) or ends tasks
+        whose dependents or ordering key must be told (ENDED). A hint only, which may
+        be lost: the engine also looks on its own every second."""
+        ...
 
 
 class ScheduleStore(Protocol):

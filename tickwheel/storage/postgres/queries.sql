@@ -330,3 +330,6 @@ DELETE FROM scheduler_nodes WHERE expires_at < $1::bigint - 3600000;
 
 -- name: leave
 DELETE FROM scheduler_nodes WHERE node_id = $1;
+
+-- name: notify
+SELECT pg_notify($1, '');

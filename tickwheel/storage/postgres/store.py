@@ -37,7 +37,7 @@ from tickwheel.models import (
     WorkflowRecord,
 )
 from tickwheel.storage import rows as convert
-from tickwheel.storage.base import Advance, Held, Propagated, TaskFilter, TokenRecord
+from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.named_queries import TASK_COLUMNS, load
 
 T = TypeVar("T")
@@ -61,6 +61,7 @@ class PostgresStore:
         self._partitions = partitions
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
 
     async def open(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
@@ -85,6 +86,9 @@ class PostgresStore:
         return count
 
     async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -256,6 +260,16 @@ class PostgresStore:
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
         return await self._transaction(lambda db: _finish(db, finishes))
 
+    async def subscribe(self, on_news: Callable[[News], None]) -> None:
+        def deliver(_: object, __: int, channel: str, ___: object) -> None:
+            on_news(News(channel))
+
+        if self._listener is None:
+            settings = {"search_path": self._schema} if self._schema else {}
+            self._listener = await asyncpg.connect(self.url, server_settings=settings)
+        for news in News:
+            await self._listener.add_listener(news.value, deliver)
+
     async def expired_leases(
         self, partitions: Collection[int], *, now_ms: int, limit: int
     ) -> list[TaskRecord]:
@@ -417,6 +431,7 @@ async def _insert_task_rows(db: Db, task_rows: list[list[Any]]) -> list[int]:
     marks = await _take_marks(db, len(task_rows))
     full = [[s, m, *r] for s, m, r in zip(seqs, marks, task_rows, strict=True)]
     await db.execute(q("insert_tasks"), *_columns(full, 22))
+    await db.execute(q("notify"), News.NEW_TASKS.value)  # delivered at commit
     return seqs
 
 

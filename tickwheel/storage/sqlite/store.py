@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -26,7 +26,7 @@ from tickwheel.models import (
     WorkflowRecord,
 )
 from tickwheel.storage import rows as convert
-from tickwheel.storage.base import Advance, Held, Propagated, TaskFilter, TokenRecord
+from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
 
@@ -246,6 +246,9 @@ class SqliteStore:
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
         return await self._writer.transaction(lambda db: _finish(db, finishes), acknowledged=False)
+
+    async def subscribe(self, on_news: Callable[[News], None]) -> None:
+        """One file, usually one process: a second process on it finds news by polling."""
 
     async def expired_leases(
         self, partitions: Collection[int], *, now_ms: int, limit: int

@@ -1,0 +1,118 @@
+"""`tickwheel api`, `scheduler`, `worker` and `migrate`: the roles of a cluster, run apart.
+
+Each process reads its settings from `TICKWHEEL_*` variables (TICKWHEEL_DATABASE_URL,
+TICKWHEEL_REDIS_URL, ...), with a few flags of its own, and stops gracefully on
+SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from tickwheel.api.app import create_app
+from tickwheel.cli.up import load_app
+from tickwheel.config import Role, Settings, env
+from tickwheel.engine.node import Node
+from tickwheel.storage.factory import open_store
+
+LOG_LEVEL = Annotated[str, typer.Option(envvar=env("log_level"))]
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command()(api)
+    cli.command()(scheduler)
+    cli.command()(worker)
+    cli.command()(migrate)
+
+
+def _settings(log_level: str) -> Settings:
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = Settings().from_env()
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+    if not settings.database_url.startswith(("postgresql://", "postgres://")):
+        raise typer.BadParameter(f"set {env('database_url')} to a postgresql:// URL")
+    if not settings.redis_url:
+        raise typer.BadParameter(f"set {env('redis_url')} to a redis:// URL")
+    return settings
+
+
+def api(
+    host: Annotated[str | None, typer.Option(help="Address to bind.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind.")] = None,
+    log_level: LOG_LEVEL = "info",
+) -> None:
+    """Serve the HTTP API (and the worker protocol) of a cluster."""
+    settings = _settings(log_level)
+    settings = replace(settings, host=host or settings.host, port=port or settings.port)
+    node = Node(settings=settings, roles=frozenset({Role.API}))
+    config = uvicorn.Config(
+        create_app(node),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level.lower(),
+        access_log=False,
+        timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
+    )
+    typer.echo(f"Tickwheel API listening on http://{settings.host}:{settings.port}")
+    uvicorn.Server(config).run()
+
+
+def scheduler(log_level: LOG_LEVEL = "info") -> None:
+    """Trigger tasks: take a fair share of the partitions, and take over a dead node's."""
+    settings = replace(_settings(log_level), balance_partitions=True)
+    asyncio.run(_run(Node(settings=settings, roles=frozenset({Role.SCHEDULER}))))
+
+
+def worker(
+    app: Annotated[
+        str | None, typer.Option(help="MODULE or MODULE:ATTR holding your tickwheel.App.")
+    ] = None,
+    queues: Annotated[str | None, typer.Option(help="Comma-separated queues to pull.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, max=10_000)] = None,
+    log_level: LOG_LEVEL = "info",
+) -> None:
+    """Run tasks: your handlers (--app), or without it the built-in task types."""
+    settings = _settings(log_level)
+    if queues is not None:
+        settings = replace(settings, queues=tuple(q.strip() for q in queues.split(",")))
+    if concurrency is not None:
+        settings = replace(settings, concurrency=concurrency)
+    spec = app or settings.app
+    handlers = load_app(spec) if spec else None
+    asyncio.run(_run(Node(settings=settings, app=handlers, roles=frozenset({Role.WORKER}))))
+
+
+def migrate(log_level: LOG_LEVEL = "info") -> None:
+    """Apply the store's schema migrations (api and scheduler also do at start)."""
+    settings = _settings(log_level)
+
+    async def apply() -> None:
+        store = await open_store(settings.database_url, partitions=settings.partitions)
+        await store.close()
+
+    asyncio.run(apply())
+    typer.echo("migrations applied")
+
+
+async def _run(node: Node) -> None:
+    """Run `node` until SIGTERM or SIGINT, then stop it gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await node.start()
+    try:
+        await stop.wait()
+    finally:
+        await node.stop()

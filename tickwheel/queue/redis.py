@@ -1,0 +1,308 @@
+"""The distributed ready queue, on Redis: the same contract as `MemoryReadyQueue`.
+
+Key layout, under a configurable prefix P (default "tickwheel:"):
+
+    P lane:<queue>:<priority>  list     one FIFO lane per (queue, priority); an item is
+                                        seq, due_ms, triggered_ms as 3 int64 (24 bytes)
+    P prio:<queue>             zset     the priorities of the queue's non-empty lanes
+                                        (member and score are the priority)
+    P depth                    hash     queue -> items waiting
+    P wake                     channel  a push publishes the name of each queue it filled
+
+Why lanes rather than one sorted set per queue scored by (priority, sequence): the
+trigger engine pushes in due order, so a FIFO lane keeps due order within a priority
+(as the memory queue's deques do), and RPUSH / LPOP-with-count are Redis's cheapest
+moves (measured ~416K items/s in, ~2.4M items/s out, against ~131K/s for ZADD, whose
+members would also have to be unique). The small zset per queue names its non-empty
+priorities, so a pop finds the best head across queues with one ZREVRANGE per queue
+and lane change, then takes whole runs with one LPOP each: O(batch).
+
+Push and pop are one Lua script each: one round trip, and atomic, so the lanes, the
+priorities and the depth counters always agree and an item leaves exactly once. If a
+pull is cancelled while its pop is in flight, the items it popped go back to the head
+of their lanes before the cancellation propagates: a pull never loses what it popped.
+
+Waiting: Redis cannot block on many lists by priority, so a waiting pull listens for
+the wake channel (one subscriber connection per `RedisReadyQueue`, shared by all its
+waiting pulls, instead of one blocked BLPOP connection each) and pops again when one
+of its queues is named. Every (re)subscription wakes all waiting pulls, so a push made
+while unsubscribed is found by that re-check. A wait never outlasts `wait_seconds`.
+
+`depth()` is a cache: each script returns the shared counters of the queues it
+touched, so it is exact after this handle's own pushes and pulls and catches up with
+other nodes' whenever this handle next touches that queue.
+
+The scripts build lane keys from data (the priorities), so this needs one Redis node,
+not a Redis Cluster. Redis holds no truth: a wiped Redis only delays tasks, because
+the engine re-queues them from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from tickwheel.queue.base import ReadyItem
+from tickwheel.waiting import wait_event
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "tickwheel:"
+_RESUBSCRIBE_SECONDS = 1.0
+
+# ARGV: prefix, "head" | "tail", then per lane: queue, priority, count, count items.
+# Returns the new depth of each queue, in the order the queues first appear.
+_PUSH = """
+local prefix, verb = ARGV[1], (ARGV[2] == 'head') and 'LPUSH' or 'RPUSH'
+local added, order = {}, {}
+local at = 3
+while at <= #ARGV do
+  local queue, priority = ARGV[at], ARGV[at + 1]
+  local first, last = at + 3, at + 2 + tonumber(ARGV[at + 2])
+  local lane = prefix .. 'lane:' .. queue .. ':' .. priority
+  for from = first, last, 1000 do  -- unpack is bounded by Lua's C stack
+    redis.call(verb, lane, unpack(ARGV, from, math.min(from + 999, last)))
+  end
+  redis.call('ZADD', prefix .. 'prio:' .. queue, priority, priority)
+  if added[queue] == nil then
+    order[#order + 1] = queue
+    added[queue] = 0
+  end
+  added[queue] = added[queue] + last - first + 1
+  at = last + 1
+end
+local depths = {}
+for i, queue in ipairs(order) do
+  depths[i] = redis.call('HINCRBY', prefix .. 'depth', queue, added[queue])
+  redis.call('PUBLISH', prefix .. 'wake', queue)
+end
+return depths
+"""
+
+# ARGV: prefix, limit, queue names. Pops up to `limit` items, highest priority first
+# (ties go to the queue named first), FIFO within a lane.
+# Returns {{queue index (0-based), priority, {items}, ...}, {depth of each queue}}.
+_POP = """
+local prefix, limit = ARGV[1], tonumber(ARGV[2])
+local queues = {unpack(ARGV, 3)}
+local function head(i)
+  local top = redis.call('ZREVRANGE', prefix .. 'prio:' .. queues[i], 0, 0, 'WITHSCORES')
+  if top[1] then return {top[1], tonumber(top[2])} end
+  return false
+end
+local heads = {}
+for i = 1, #queues do heads[i] = head(i) end
+local taken, popped = 0, {}
+while taken < limit do
+  local best = nil
+  for i = 1, #queues do
+    if heads[i] and (best == nil or heads[i][2] > heads[best][2]) then best = i end
+  end
+  if best == nil then break end
+  local queue, priority = queues[best], heads[best][1]
+  local lane = prefix .. 'lane:' .. queue .. ':' .. priority
+  local want = limit - taken
+  local items = redis.call('LPOP', lane, want) or {}
+  if #items > 0 then
+    popped[#popped + 1] = best - 1
+    popped[#popped + 1] = priority
+    popped[#popped + 1] = items
+    taken = taken + #items
+    redis.call('HINCRBY', prefix .. 'depth', queue, -#items)
+  end
+  if #items < want or redis.call('EXISTS', lane) == 0 then  -- the lane is empty
+    redis.call('ZREM', prefix .. 'prio:' .. queue, priority)
+    heads[best] = head(best)
+  end
+end
+local depths = {}
+if #queues > 0 then depths = redis.call('HMGET', prefix .. 'depth', unpack(queues)) end
+return {popped, depths}
+"""
+
+# Binary, not text: packing and unpacking cost a third of formatting and parsing.
+_ITEM = struct.Struct("<qqq")  # seq, due_ms, triggered_ms
+
+Lanes = dict[tuple[str, int], list[bytes]]  # (queue, priority) -> packed items, in order
+
+
+class RedisReadyQueue:
+    """A ready queue shared by every node that uses the same Redis and prefix.
+
+    `client` must return bytes (the default, `decode_responses=False`).
+    """
+
+    def __init__(
+        self, client: Redis, *, prefix: str = DEFAULT_PREFIX, owns_client: bool = False
+    ) -> None:
+        self._redis = client
+        self._prefix = prefix
+        self._owns_client = owns_client
+        self._push_script = client.register_script(_PUSH)
+        self._pop_script = client.register_script(_POP)
+        self._depth: dict[str, int] = {}
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._restoring: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisReadyQueue:
+        """A queue on its own client, which `close` closes; the URL names the db."""
+        return cls(Redis.from_url(url), prefix=prefix, owns_client=True)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.wait([self._listener])
+            self._listener = None
+        if self._restoring:
+            await asyncio.wait(self._restoring)
+        if self._owns_client:
+            await self._redis.aclose()
+
+    def depth(self) -> dict[str, int]:
+        return dict(self._depth)
+
+    async def clear(self) -> None:
+        """Delete every key under this queue's prefix: a reset (tests, benchmarks)."""
+        keys = [key async for key in self._redis.scan_iter(match=f"{self._prefix}*")]
+        if keys:
+            await self._redis.delete(*keys)
+        self._depth.clear()
+
+    @classmethod
+    async def wipe(cls, url: str, prefix: str) -> None:
+        queue = cls.from_url(url, prefix=prefix)
+        try:
+            await queue.clear()
+        finally:
+            await queue.close()
+
+    # -- moving items --------------------------------------------------------
+
+    async def push(self, items: Sequence[ReadyItem]) -> None:
+        if items:
+            await self._put(_by_lane(items), head=False)
+
+    async def _put(self, lanes: Lanes, *, head: bool) -> None:
+        args: list[str | int | bytes] = [self._prefix, "head" if head else "tail"]
+        for (queue, priority), lane in lanes.items():
+            args += (queue, priority, len(lane))
+            # LPUSH adds one by one to the head: push the last first to keep the order.
+            args += reversed(lane) if head else lane
+        depths = await self._push_script(args=args)
+        self._depth.update(zip(dict.fromkeys(queue for queue, _ in lanes), depths, strict=True))
+
+    async def _take(self, names: list[str], limit: int) -> list[ReadyItem]:
+        popping = asyncio.ensure_future(self._pop(names, limit))
+        try:
+            return await asyncio.shield(popping)
+        except asyncio.CancelledError:
+            # The script may have run already: put back what it took, then propagate.
+            restoring = asyncio.ensure_future(self._put_back(popping))
+            self._restoring.add(restoring)
+            restoring.add_done_callback(self._restoring.discard)
+            await asyncio.shield(restoring)
+            raise
+
+    async def _pop(self, names: list[str], limit: int) -> list[ReadyItem]:
+        popped, depths = await self._pop_script(args=[self._prefix, limit, *names])
+        self._depth.update(
+            (name, int(depth))
+            for name, depth in zip(names, depths, strict=True)
+            if depth is not None
+        )
+        return _decode(names, popped)
+
+    async def _put_back(self, popping: asyncio.Future[list[ReadyItem]]) -> None:
+        try:
+            items = await popping
+            if items:
+                await self._put(_by_lane(items), head=True)
+        except RedisError:
+            # Not lost for good: the engine re-queues unclaimed due tasks from the store.
+            log.warning("a cancelled pull could not hand its items back", exc_info=True)
+
+    # -- waiting -------------------------------------------------------------
+
+    async def pull(
+        self, queues: Collection[str], *, limit: int, wait_seconds: float
+    ) -> list[ReadyItem]:
+        names = list(dict.fromkeys(queues))
+        if wait_seconds <= 0:
+            return await self._take(names, limit)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        woken = asyncio.Event()
+        self._watch(names, woken)  # before the first pop, so no push slips between
+        try:
+            while True:
+                woken.clear()
+                taken = await self._take(names, limit)
+                remaining = deadline - loop.time()
+                if taken or remaining <= 0:
+                    return taken
+                await wait_event(woken, remaining)
+        finally:
+            self._unwatch(names, woken)
+
+    def _watch(self, names: list[str], woken: asyncio.Event) -> None:
+        for name in names:
+            self._waiting.setdefault(name, set()).add(woken)
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen())
+
+    def _unwatch(self, names: list[str], woken: asyncio.Event) -> None:
+        for name in names:
+            events = self._waiting[name]
+            events.discard(woken)
+            if not events:
+                del self._waiting[name]
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async with self._redis.pubsub() as pubsub:
+                    await pubsub.subscribe(self._prefix + "wake")
+                    async for message in pubsub.listen():
+                        self._wake(message)
+            except (RedisError, OSError) as exc:
+                log.warning("ready queue notifications interrupted (%s); resubscribing", exc)
+                await asyncio.sleep(_RESUBSCRIBE_SECONDS)
+
+    def _wake(self, message: dict[str, Any]) -> None:
+        if message["type"] == "subscribe":
+            # Pushes made while unsubscribed went unheard: every waiting pull looks again.
+            events: Iterable[asyncio.Event] = {e for es in self._waiting.values() for e in es}
+        elif message["type"] == "message":
+            events = self._waiting.get(message["data"].decode(), ())
+        else:
+            return
+        for event in events:
+            event.set()
+
+
+def _by_lane(items: Iterable[ReadyItem]) -> Lanes:
+    lanes: Lanes = defaultdict(list)
+    pack = _ITEM.pack
+    for item in items:
+        lanes[item.queue, item.priority].append(pack(item.seq, item.due_ms, item.triggered_ms))
+    return lanes
+
+
+def _decode(names: list[str], popped: list[Any]) -> list[ReadyItem]:
+    """Items from the pop script's flat (queue index, priority, items) triples."""
+    items: list[ReadyItem] = []
+    make = ReadyItem._make
+    for at in range(0, len(popped), 3):
+        queue, priority = names[popped[at]], int(popped[at + 1])
+        packed = _ITEM.iter_unpack(b"".join(popped[at + 2]))
+        items += [make((seq, queue, priority, due, triggered)) for seq, due, triggered in packed]
+    return items
