@@ -411,6 +411,22 @@ async def test_wheel_entries_carry_routing(store: Store) -> None:
 # -- claims ------------------------------------------------------------------
 
 
+async def test_overdue_lists_pending_tasks_due_before_oldest_first(store: Store) -> None:
+    late, later, done, elsewhere, _future = await store.insert_tasks(
+        [
+            new_task("late", due=T0 - 50),
+            new_task("later", due=T0 - 10),
+            new_task("done", due=T0 - 99),
+            new_task("elsewhere", due=T0 - 70, partition=1),
+            new_task("future", due=T0 + 10),
+        ]
+    )
+    await store.finish([success(await claim(store, done), at=T0)])
+    found = await store.overdue([0], due_before=T0, limit=10)
+    assert [e.seq for e in found] == [late, later]
+    assert [e.seq for e in await store.overdue([0, 1], due_before=T0, limit=2)] == [elsewhere, late]
+
+
 async def test_claim_takes_a_due_pending_task_under_a_lease(store: Store) -> None:
     task = new_task("c", due=T0 - 500, payload={"a": [1, {"b": None}]}, options=OPTIONS)
     (seq,) = await store.insert_tasks([task])

@@ -16,6 +16,7 @@ from tickwheel import App, TaskContext, Workflow
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
 from tickwheel.models import FINAL_STATUSES, Status
+from tickwheel.queue.redis import RedisReadyQueue
 
 
 @pytest.fixture
@@ -176,3 +177,46 @@ async def test_api_scheduler_and_worker_apart_over_postgres_and_redis(
     finally:
         for node in (api, worker, scheduler):
             await node.stop()
+
+
+async def test_tasks_lost_with_redis_are_released_again(
+    database_url: str, redis_prefix: str
+) -> None:
+    """Released to Redis, then Redis loses everything: the reconciler releases the
+    overdue tasks again from the store, and each runs once."""
+    ran: list[Any] = []
+    handlers = App()
+
+    @handlers.task("step")
+    async def step(ctx: TaskContext, payload: Any) -> None:
+        ran.append(payload)
+
+    base = Settings(
+        database_url=database_url,
+        redis_url=require("redis"),
+        redis_prefix=redis_prefix,
+        partitions=8,
+        reconcile_after_seconds=0.5,
+    )
+    scheduler = Node(settings=base, roles=frozenset({Role.API, Role.SCHEDULER}))
+    await scheduler.start()
+    worker = Node(settings=base, app=handlers, roles=frozenset({Role.WORKER}))
+    try:
+        ids = [(await scheduler.submit("step", i)).task_id for i in range(50)]
+
+        async def all_released() -> bool:
+            return scheduler.queue.depth().get("default", 0) == 50
+
+        await until(all_released)
+        await RedisReadyQueue.wipe(base.redis_url or "", redis_prefix)  # Redis lost them
+        await worker.start()
+
+        async def all_done() -> bool:
+            views = [await scheduler.service.get(t) for t in ids]
+            return all(v.status is Status.SUCCEEDED for v in views)
+
+        await until(all_done, timeout=20)
+        assert sorted(ran) == list(range(50))  # each exactly once
+    finally:
+        await worker.stop()
+        await scheduler.stop()

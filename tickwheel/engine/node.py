@@ -25,6 +25,7 @@ from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
+from tickwheel.engine.reconciler import Reconciler
 from tickwheel.engine.recurring import RecurringWorkflows
 from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.schedules import CronResolver
@@ -196,6 +197,15 @@ class Node:
         await self.trigger.load_once()
         self._spawn(self.trigger.run_loader(), self.trigger.run_trigger(), self.leases.run())
         self._spawn(self.reaper.run(), self.resolver.run(), self.engine_worker.run())
+        if self.settings.redis_url:  # a queue that can lose what it holds
+            reconciler = Reconciler(
+                store=self.store,
+                trigger=self.trigger,
+                clock=self.clock,
+                grace_seconds=self.settings.reconcile_after_seconds,
+                interval_seconds=min(5.0, self.settings.reconcile_after_seconds / 2),
+            )
+            self._spawn(reconciler.run())
 
     def _on_news(self, news: News) -> None:
         """Another process committed tasks, or ended some with consequences."""

@@ -144,6 +144,12 @@ class DispatchStore(Protocol):
         retried, reaped) since that mark."""
         ...
 
+    async def overdue(
+        self, partitions: Collection[int], *, due_before: int, limit: int
+    ) -> list[WheelEntry]:
+        """Pending tasks of `partitions` due before `due_before`, oldest first."""
+        ...
+
     async def max_seq(self) -> int: ...
 
     async def max_mark(self) -> int:

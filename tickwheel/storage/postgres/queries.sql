@@ -333,3 +333,10 @@ DELETE FROM scheduler_nodes WHERE node_id = $1;
 
 -- name: notify
 SELECT pg_notify($1, '');
+
+-- name: overdue
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+FROM tasks
+WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time < $2
+ORDER BY due_time
+LIMIT $3;

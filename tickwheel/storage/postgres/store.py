@@ -233,6 +233,12 @@ class PostgresStore:
             found = await self._fetch("load_new", parts, mark_after, due_until)
         return [WheelEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in found]
 
+    async def overdue(
+        self, partitions: Collection[int], *, due_before: int, limit: int
+    ) -> list[WheelEntry]:
+        found = await self._fetch("overdue", sorted(partitions), due_before, limit)
+        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in found]
+
     async def max_seq(self) -> int:
         return int(await self._fetchval("max_seq"))
 

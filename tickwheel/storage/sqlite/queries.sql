@@ -327,3 +327,11 @@ DELETE FROM scheduler_nodes WHERE expires_at < :now - 3600000;
 
 -- name: leave
 DELETE FROM scheduler_nodes WHERE node_id = ?;
+
+-- name: overdue
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+FROM tasks INDEXED BY tasks_pending_due
+WHERE status = 'pending'
+  AND partition IN (SELECT value FROM json_each(:partitions)) AND due_time < :before
+ORDER BY due_time
+LIMIT :limit;

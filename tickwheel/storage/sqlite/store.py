@@ -209,6 +209,17 @@ class SqliteStore:
         rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
         return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in rows]
 
+    async def overdue(
+        self, partitions: Collection[int], *, due_before: int, limit: int
+    ) -> list[WheelEntry]:
+        params = {
+            "partitions": json.dumps(sorted(partitions)),
+            "before": due_before,
+            "limit": limit,
+        }
+        found = await self._reader.run(lambda db: db.execute(q("overdue"), params).fetchall())
+        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in found]
+
     async def max_seq(self) -> int:
         return int(await self._reader.run(lambda db: db.execute(q("max_seq")).fetchone()[0]))
 
