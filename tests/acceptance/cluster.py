@@ -116,3 +116,42 @@ class Cluster:
                 process.popen.kill()
                 process.popen.wait(10)
         self.query(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+
+def restart_redis() -> None:
+    """Stop the local Redis without saving (its data is gone) and start it again."""
+    subprocess.run(["redis-cli", "-p", "6379", "shutdown", "nosave"], capture_output=True)
+    started = subprocess.run(
+        [
+            "redis-server",
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            "/var/lib/redis",
+            "--logfile",
+            "/var/log/redis/ci.log",
+        ],
+        capture_output=True,
+    )
+    assert started.returncode == 0, started.stderr
+    deadline = time.monotonic() + 10
+    while subprocess.run(["redis-cli", "-p", "6379", "ping"], capture_output=True).returncode:
+        assert time.monotonic() < deadline, "Redis did not come back"
+        time.sleep(0.05)
+
+
+def restart_postgres() -> None:
+    version = sorted(os.listdir("/etc/postgresql"))[-1]
+    done = subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr

@@ -3,21 +3,24 @@ losing processes and servers at the worst moments."""
 
 from __future__ import annotations
 
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import pytest
-from cluster import Cluster
-from harness import wait_for
+from cluster import Cluster, restart_postgres, restart_redis
+from harness import Target, wait_for
 
 TTL = 3  # partition lease seconds
 SETTINGS = {
     "TICKWHEEL_PARTITIONS": "32",
     "TICKWHEEL_PARTITION_LEASE_SECONDS": str(TTL),
-    "TICKWHEEL_LEASE_SECONDS": "5",
+    "TICKWHEEL_LEASE_SECONDS": "2",
     "TICKWHEEL_CONCURRENCY": "256",
+    "TICKWHEEL_RECONCILE_AFTER_SECONDS": "3",
 }
 
 
@@ -76,3 +79,85 @@ def test_kill_9_of_the_busiest_scheduler_just_before_the_due_time(cluster: Clust
         " HAVING count(*) > 1"
     )
     assert runs == [], "a task was completed twice"
+
+
+def test_a_paused_worker_cannot_overwrite_the_rerun(cluster: Cluster, target: Target) -> None:
+    """SIGSTOP past the lease, then SIGCONT: another worker runs the task again, and the
+    paused worker's late completion is refused (seed 002, the paused-worker case)."""
+    target.delays["/slow"] = 3.0
+    cluster.start("scheduler", "scheduler-0")
+    workers = {name: cluster.start("worker", name) for name in ("worker-0", "worker-1")}
+    cluster.start_api()
+    body = {
+        "task_type": "http",
+        "payload": {"url": f"{target.url}/slow"},
+        "retry_backoff": {"base_seconds": 0.1, "max_seconds": 0.2},
+    }
+    with cluster.client() as http:
+        task_id = http.post("/api/tasks", json=body).json()["task_id"]
+    assert wait_for(lambda: len(target.calls_to("/slow")) == 1, timeout=30), cluster.logs()
+    (first_holder,) = cluster.query("SELECT worker_id FROM tasks WHERE task_id = $1", task_id)
+    paused = workers[first_holder[0]]
+    paused.signal(signal.SIGSTOP)
+    try:
+        with cluster.client() as http:
+
+            def rerun_succeeded() -> bool:
+                return http.get(f"/api/tasks/{task_id}").json()["status"] == "succeeded"
+
+            assert wait_for(rerun_succeeded, timeout=30), cluster.logs()
+    finally:
+        paused.signal(signal.SIGCONT)
+    time.sleep(4)  # the paused worker wakes, its call returns, and it tries to complete
+    rows = cluster.query(
+        "SELECT e.attempt, e.worker_id, e.outcome FROM executions AS e"
+        " JOIN tasks AS t ON t.seq = e.task_seq WHERE t.task_id = $1 ORDER BY e.id",
+        task_id,
+    )
+    outcomes = [(r[0], r[1], r[2]) for r in rows]
+    assert outcomes[0] == (1, first_holder[0], "lease_expired")
+    succeeded = [o for o in outcomes if o[2] == "succeeded"]
+    assert len(succeeded) == 1 and succeeded[0][1] != first_holder[0], outcomes
+    with cluster.client() as http:
+        final = http.get(f"/api/tasks/{task_id}").json()
+    assert final["status"] == "succeeded" and final["worker_id"] != first_holder[0]
+
+
+@pytest.mark.parametrize("restart", [restart_redis, restart_postgres], ids=["redis", "postgres"])
+def test_a_server_restart_mid_run_loses_no_task(
+    tmp_path: Path, target: Target, restart: Callable[[], None]
+) -> None:
+    """Redis restarted with its data gone, or PostgreSQL restarted, while a backlog of
+    due tasks waits in the ready queue and workers run: every task still succeeds."""
+    target.delays["/t"] = 0.05  # 2 workers x 16 at a time: ~600 calls/s, a 5 s backlog
+    cluster = Cluster(tmp_path, **{**SETTINGS, "TICKWHEEL_CONCURRENCY": "16"})
+    try:
+        for i in range(2):
+            cluster.start("scheduler", f"scheduler-{i}")
+            cluster.start("worker", f"worker-{i}")
+        cluster.start_api()
+        assert wait_for(lambda: len(cluster.owners()) == 2, timeout=30), cluster.logs()
+        due = datetime.now(UTC) + timedelta(seconds=3)
+        body = {
+            "task_type": "http",
+            "payload": {"url": f"{target.url}/t", "method": "GET"},
+            "schedule": {"type": "delayed", "due_time": due.isoformat()},
+        }
+        with cluster.client() as http:
+            answer = http.post("/api/tasks/batch", json={"tasks": [body] * 3_000})
+            assert answer.status_code == 201, answer.text
+        time.sleep(max(0.0, due.timestamp() + 1.5 - time.time()))
+        assert 0 < len(target.calls_to("/t")) < 3_000  # mid-run, a backlog queued
+        restart()
+
+        def all_succeeded() -> bool:
+            try:
+                rows = cluster.query("SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+            except (OSError, asyncpg.PostgresError):
+                return False  # still restarting
+            return bool(rows[0][0] == 3_000)
+
+        assert wait_for(all_succeeded, timeout=120, interval=0.5), cluster.logs()
+        assert {c.path for c in target.calls} == {"/t"}
+    finally:
+        cluster.close()

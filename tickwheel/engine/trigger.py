@@ -60,6 +60,7 @@ class TriggerEngine:
         self._cron_tasks: set[asyncio.Task[None]] = set()
         self.triggered_until = clock.now_ms()
         self.released = 0
+        self._unreleased: list[tuple[int, int]] = []  # popped, not pushed: first next time
 
     # -- ownership -----------------------------------------------------------
 
@@ -189,17 +190,24 @@ class TriggerEngine:
 
     async def tick(self, now_ms: int) -> int:
         """Release every task due at `now_ms` to the ready queue, in due order."""
-        due: list[tuple[int, int]] = []
+        due, self._unreleased = self._unreleased, []
+        retried = len(due)
         for wheel in self._wheels.values():
             due.extend(wheel.pop_due(now_ms))
         self.triggered_until = now_ms
         if not due:
             return 0
-        if len(self._wheels) > 1:
+        if len(self._wheels) > 1 or retried:
             due.sort(key=itemgetter(1))  # merge the partitions' runs, each already sorted
         cron: list[tuple[Route, int]] = []
         for start in range(0, len(due), RELEASE_CHUNK):
-            await self._release(due[start : start + RELEASE_CHUNK], cron)
+            try:
+                await self._release(due[start : start + RELEASE_CHUNK], cron)
+            except Exception:
+                # The queue is unreachable: what this tick popped and did not push is
+                # released first at the next tick, not left to the reconciler.
+                self._unreleased = due[start:]
+                raise
         if cron:
             # Cron instances wait for their schedule to advance (and for the overlap
             # check) before they reach the queue; the rest of the tick does not wait.

@@ -21,7 +21,7 @@ from tickwheel.clock import to_datetime
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure
 from tickwheel.models import ClaimedTask, Outcome
-from tickwheel.queue.base import ReadyQueue
+from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.waiting import wait_event
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
@@ -91,22 +91,32 @@ class Worker:
                     if not self._stopping:
                         raise
                     break  # stopped while waiting for work: nothing was taken
+                except Exception:  # the queue is unreachable (Redis restarting): wait
+                    log.exception("pulling from the ready queue failed; retrying")
+                    await asyncio.sleep(self._poll)
+                    continue
                 finally:
                     self._idle_pull = None
                 if self._stopping:
-                    await self._queue.push(items)  # hand back what we pulled but never claimed
+                    await self._hand_back(items)  # pulled but never claimed
                     break
                 try:
                     claimed = await self._dispatcher.claim(items, self.worker_id)
                 except Exception:
-                    await self._queue.push(items)
                     log.exception("claiming %d tasks failed; they go back on the queue", len(items))
+                    await self._hand_back(items)
                     await asyncio.sleep(self._poll)
                     continue
                 for task in claimed:
                     self._start(task)
         finally:
             self._pulling_done.set()
+
+    async def _hand_back(self, items: list[ReadyItem]) -> None:
+        try:
+            await self._queue.push(items)
+        except Exception:  # still pending in the store: the reconciler releases them again
+            log.exception("could not give %d pulled tasks back to the queue", len(items))
 
     def _start(self, task: ClaimedTask) -> None:
         runner = asyncio.create_task(self._run(task))

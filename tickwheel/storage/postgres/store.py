@@ -9,6 +9,8 @@ clock.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -40,6 +42,7 @@ from tickwheel.storage import rows as convert
 from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.named_queries import TASK_COLUMNS, load
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 NEVER = 2**62
@@ -62,6 +65,9 @@ class PostgresStore:
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
+        self._on_news: Callable[[News], None] = lambda news: None
+        self._relistening: asyncio.Task[None] | None = None
+        self._closing = False
 
     async def open(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
@@ -86,6 +92,9 @@ class PostgresStore:
         return count
 
     async def close(self) -> None:
+        self._closing = True
+        if self._relistening is not None:
+            self._relistening.cancel()
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
@@ -267,14 +276,37 @@ class PostgresStore:
         return await self._transaction(lambda db: _finish(db, finishes))
 
     async def subscribe(self, on_news: Callable[[News], None]) -> None:
-        def deliver(_: object, __: int, channel: str, ___: object) -> None:
-            on_news(News(channel))
+        self._on_news = on_news
+        await self._listen()
 
-        if self._listener is None:
-            settings = {"search_path": self._schema} if self._schema else {}
-            self._listener = await asyncpg.connect(self.url, server_settings=settings)
+    async def _listen(self) -> None:
+        """A connection of its own that LISTENs; when it drops (a restart), another is
+        made, retrying every second, and meanwhile the engine's own polling covers."""
+
+        def deliver(_: object, __: int, channel: str, ___: object) -> None:
+            self._on_news(News(channel))
+
+        settings = {"search_path": self._schema} if self._schema else {}
+        self._listener = await asyncpg.connect(self.url, server_settings=settings)
         for news in News:
             await self._listener.add_listener(news.value, deliver)
+        self._listener.add_termination_listener(lambda _: self._relisten())
+
+    def _relisten(self) -> None:
+        if self._closing or self._relistening is not None:
+            return
+
+        async def again() -> None:
+            while not self._closing:
+                try:
+                    await self._listen()
+                    log.info("listening for news again")
+                    break
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                    await asyncio.sleep(1.0)
+            self._relistening = None
+
+        self._relistening = asyncio.get_running_loop().create_task(again())
 
     async def expired_leases(
         self, partitions: Collection[int], *, now_ms: int, limit: int
