@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install up test lint bench clean services
+.PHONY: install up cluster test lint bench clean services
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,11 @@ install: $(STAMP)
 
 up: $(STAMP)
 	$(BIN)/tickwheel up
+
+# Distributed mode on this machine: 3 schedulers, 2 workers and an API on :8700,
+# over the local PostgreSQL and Redis (TICKWHEEL_DATABASE_URL, TICKWHEEL_REDIS_URL).
+cluster: $(STAMP) services
+	$(BIN)/tickwheel local-cluster
 
 services:
 	@scripts/services.sh

@@ -3,16 +3,21 @@ losing processes and servers at the worst moments."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 from cluster import Cluster, restart_postgres, restart_redis
-from harness import Target, wait_for
+from harness import TICKWHEEL, Target, free_port, wait_for
 
 TTL = 3  # partition lease seconds
 SETTINGS = {
@@ -160,4 +165,59 @@ def test_a_server_restart_mid_run_loses_no_task(
         assert wait_for(all_succeeded, timeout=120, interval=0.5), cluster.logs()
         assert {c.path for c in target.calls} == {"/t"}
     finally:
+        cluster.close()
+
+
+def test_the_local_cluster_recipe_runs_tasks_and_stops_cleanly(tmp_path: Path) -> None:
+    """`tickwheel local-cluster`, as the README prints it, against a fresh schema."""
+    cluster = Cluster(tmp_path)  # only for its schema, Redis prefix and queries
+    port = free_port()
+    log = tmp_path / "local-cluster.log"
+    with log.open("wb") as out:
+        recipe = subprocess.Popen(
+            [
+                TICKWHEEL,
+                "local-cluster",
+                "--schedulers",
+                "2",
+                "--workers",
+                "2",
+                "--port",
+                str(port),
+            ],
+            env=cluster.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def api_up() -> bool:
+            try:
+                return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        assert wait_for(api_up, timeout=60), log.read_text()
+        with httpx.Client(base_url=url, timeout=30) as http:
+            task_id = http.post("/api/tasks", json={"task_type": "noop"}).json()["task_id"]
+            assert wait_for(
+                lambda: http.get(f"/api/tasks/{task_id}").json()["status"] == "succeeded",
+                timeout=30,
+            ), log.read_text()
+        # Both schedulers share the partitions once the second has joined.
+        assert wait_for(lambda: len(cluster.owners()) == 2, timeout=40), log.read_text()
+        recipe.send_signal(signal.SIGTERM)
+        assert recipe.wait(60) == 0
+        text = log.read_text()
+        pids = [int(p) for p in re.findall(r"\(pid (\d+)\)", text)]
+        assert len(pids) == 5 and text.count("stopped ") == 5
+        assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "a child outlived it"
+    finally:
+        if recipe.poll() is None:
+            recipe.kill()
+            recipe.wait(10)
+        for pid in map(int, re.findall(r"\(pid (\d+)\)", log.read_text())):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # none must outlive a failed test
         cluster.close()

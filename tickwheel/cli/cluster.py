@@ -17,6 +17,7 @@ import typer
 import uvicorn
 
 from tickwheel.api.app import create_app
+from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.up import load_app
 from tickwheel.config import Role, Settings, env
 from tickwheel.engine.node import Node
@@ -30,6 +31,7 @@ def register(cli: typer.Typer) -> None:
     cli.command()(scheduler)
     cli.command()(worker)
     cli.command()(migrate)
+    cli.command("local-cluster")(local_cluster)
 
 
 def _settings(log_level: str) -> Settings:
