@@ -41,6 +41,7 @@ class Settings:
     horizon_seconds: float = 60.0
     # With a Redis ready queue: due tasks unclaimed this long are released again.
     reconcile_after_seconds: float = 30.0
+    migrate: bool = True  # apply the store's migrations at start (PostgreSQL)
     max_payload_bytes: int = 256 * 1024
     max_batch_bytes: int = 32 * 1024 * 1024
     idempotency_window_seconds: float = 86400.0

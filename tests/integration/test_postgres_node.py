@@ -15,8 +15,10 @@ from services import require
 from tickwheel import App, TaskContext, Workflow
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
+from tickwheel.errors import StoreUnavailable
 from tickwheel.models import FINAL_STATUSES, Status
 from tickwheel.queue.redis import RedisReadyQueue
+from tickwheel.storage.postgres.store import PostgresStore
 
 
 @pytest.fixture
@@ -220,3 +222,25 @@ async def test_tasks_lost_with_redis_are_released_again(
     finally:
         await worker.stop()
         await scheduler.stop()
+
+
+async def test_several_processes_migrating_at_once_agree(database_url: str) -> None:
+    stores = [PostgresStore(database_url, partitions=16, pool_size=2) for _ in range(4)]
+    await asyncio.gather(*(s.open() for s in stores))
+    try:
+        assert {await s.partitions() for s in stores} == {16}
+        assert len(await stores[0].watermarks()) == 16
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_a_store_told_not_to_migrate_refuses_an_old_schema(database_url: str) -> None:
+    with pytest.raises(StoreUnavailable, match="tickwheel migrate"):
+        await PostgresStore(database_url, migrate=False).open()
+    migrated = PostgresStore(database_url)
+    await migrated.open()
+    await migrated.close()
+    store = PostgresStore(database_url, migrate=False)
+    await store.open()  # up to date now
+    await store.close()

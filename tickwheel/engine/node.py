@@ -92,7 +92,9 @@ class Node:
 
     async def start(self) -> None:
         s = self.settings
-        self.store: Store = await open_store(s.database_url, partitions=s.partitions)
+        self.store: Store = await open_store(
+            s.database_url, partitions=s.partitions, migrate=s.migrate
+        )
         partitions = await self.store.partitions()
         self.queue: ReadyQueue = open_queue(s.redis_url, prefix=s.redis_prefix)
         self.trigger = TriggerEngine(

@@ -7,7 +7,9 @@ from urllib.parse import urlsplit
 from tickwheel.storage.base import Store
 
 
-async def open_store(url: str, *, partitions: int) -> Store:
+async def open_store(url: str, *, partitions: int, migrate: bool = True) -> Store:
+    """The store at `url`, its schema migrated first unless `migrate` is off (PostgreSQL:
+    for deployments that run `tickwheel migrate` as a step of their own)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         from tickwheel.storage.sqlite.store import SqliteStore
@@ -18,7 +20,7 @@ async def open_store(url: str, *, partitions: int) -> Store:
     if scheme in ("postgresql", "postgres"):
         from tickwheel.storage.postgres.store import PostgresStore
 
-        pg = PostgresStore(url, partitions=partitions)
+        pg = PostgresStore(url, partitions=partitions, migrate=migrate)
         await pg.open()
         return pg
     raise ValueError(

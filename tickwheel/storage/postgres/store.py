@@ -56,13 +56,20 @@ def q(name: str) -> str:
 
 class PostgresStore:
     def __init__(
-        self, url: str, *, partitions: int = 256, schema: str | None = None, pool_size: int = 10
+        self,
+        url: str,
+        *,
+        partitions: int = 256,
+        schema: str | None = None,
+        pool_size: int = 10,
+        migrate: bool = True,
     ) -> None:
         self.url = url
         self._schema = schema
         self._wanted_partitions = partitions
         self._partitions = partitions
         self._pool_size = pool_size
+        self._migrate = migrate
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
         self._on_news: Callable[[News], None] = lambda news: None
@@ -74,7 +81,11 @@ class PostgresStore:
         self._pool = await asyncpg.create_pool(
             self.url, min_size=1, max_size=self._pool_size, server_settings=settings
         )
-        await self._transaction(migrate)
+        if self._migrate:
+            await self._transaction(migrate)
+        elif await self._transaction(pending_migrations):
+            await self.close()
+            raise StoreUnavailable("the schema is not up to date: run `tickwheel migrate`")
         self._partitions = await self._transaction(self._init_cluster)
 
     async def _init_cluster(self, db: Db) -> int:
@@ -421,6 +432,18 @@ class PostgresStore:
 # -- migrations ----------------------------------------------------------------
 
 
+def _migration_names() -> list[str]:
+    folder = resources.files(__package__ or "tickwheel.storage.postgres").joinpath("migrations")
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
+
+
+async def pending_migrations(db: Db) -> list[str]:
+    if await db.fetchval("SELECT to_regclass('schema_migrations')") is None:
+        return _migration_names()
+    done = {r[0] for r in await db.fetch("SELECT name FROM schema_migrations")}
+    return [name for name in _migration_names() if name not in done]
+
+
 async def migrate(db: Db) -> list[str]:
     """Apply the migrations not applied yet; return their names. An advisory lock lets
     several processes start at once: one applies, the others find them applied."""
@@ -429,7 +452,7 @@ async def migrate(db: Db) -> list[str]:
     folder = resources.files(__package__ or "tickwheel.storage.postgres").joinpath("migrations")
     done = {r[0] for r in await db.fetch("SELECT name FROM schema_migrations")}
     applied = []
-    for name in sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql")):
+    for name in _migration_names():
         if name in done:
             continue
         await db.execute(folder.joinpath(name).read_text())
