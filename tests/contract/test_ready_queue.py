@@ -408,3 +408,10 @@ async def test_pullers_on_several_handles_get_each_item_exactly_once(handles: Ha
         await asyncio.sleep(0.001)
     results = await asyncio.gather(*pullers)
     assert sorted(one for got in results for one in got) == sorted(pushed)
+
+
+async def test_fresh_depth_counts_what_waits_now(ready_queue: ReadyQueue) -> None:
+    await ready_queue.push([item(queue="a"), item(queue="a"), item(queue="b")])
+    assert await ready_queue.fresh_depth() == {"a": 2, "b": 1}
+    await ready_queue.pull(["a"], limit=5, wait_seconds=0)
+    assert (await ready_queue.fresh_depth()).get("a", 0) == 0

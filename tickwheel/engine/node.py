@@ -204,6 +204,7 @@ class Node:
                 store=self.store,
                 trigger=self.trigger,
                 clock=self.clock,
+                depth=self.queue.fresh_depth,
                 grace_seconds=self.settings.reconcile_after_seconds,
                 interval_seconds=min(5.0, self.settings.reconcile_after_seconds / 2),
             )

@@ -94,5 +94,8 @@ class MemoryReadyQueue:
     def depth(self) -> dict[str, int]:
         return {name: lanes.count for name, lanes in self._queues.items()}
 
+    async def fresh_depth(self) -> dict[str, int]:
+        return self.depth()
+
     async def close(self) -> None:
         """Nothing to release: the queue lives in this process."""

@@ -170,6 +170,11 @@ class RedisReadyQueue:
     def depth(self) -> dict[str, int]:
         return dict(self._depth)
 
+    async def fresh_depth(self) -> dict[str, int]:
+        counts = await self._redis.hgetall(self._prefix + "depth")
+        self._depth = {_text(name): int(n) for name, n in counts.items()}
+        return dict(self._depth)
+
     async def clear(self) -> None:
         """Delete every key under this queue's prefix: a reset (tests, benchmarks)."""
         keys = [key async for key in self._redis.scan_iter(match=f"{self._prefix}*")]
@@ -287,6 +292,10 @@ class RedisReadyQueue:
             return
         for event in events:
             event.set()
+
+
+def _text(name: bytes | str) -> str:
+    return name.decode() if isinstance(name, bytes) else name
 
 
 def _by_lane(items: Iterable[ReadyItem]) -> Lanes:
