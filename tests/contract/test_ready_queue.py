@@ -415,3 +415,17 @@ async def test_fresh_depth_counts_what_waits_now(ready_queue: ReadyQueue) -> Non
     assert await ready_queue.fresh_depth() == {"a": 2, "b": 1}
     await ready_queue.pull(["a"], limit=5, wait_seconds=0)
     assert (await ready_queue.fresh_depth()).get("a", 0) == 0
+
+
+async def test_oldest_release_is_the_earliest_stamp_at_the_lane_heads(
+    ready_queue: ReadyQueue,
+) -> None:
+    def stamped(at: int, priority: int, queue: str = "a") -> ReadyItem:
+        return ReadyItem(seq=at, queue=queue, priority=priority, due_ms=at, triggered_ms=at)
+
+    await ready_queue.push([stamped(30, 0), stamped(40, 0), stamped(10, 5), stamped(50, 1, "b")])
+    assert await ready_queue.oldest_release(["a", "b", "c"]) == {"a": 10, "b": 50}
+    await ready_queue.pull(["a"], limit=1, wait_seconds=0)  # the priority-5 item leaves
+    assert await ready_queue.oldest_release(["a"]) == {"a": 30}
+    await ready_queue.pull(["a", "b"], limit=10, wait_seconds=0)
+    assert await ready_queue.oldest_release(["a", "b"]) == {}

@@ -478,6 +478,23 @@ async def test_claim_skips_tasks_not_due_or_not_pending(store: Store) -> None:
     assert (await get(store, cancelled)).status is Status.CANCELLED
 
 
+async def test_claims_go_by_the_release_stamp_not_the_claimers_clock(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("skewed", due=T0)])
+    # Released on time by the scheduler's clock; this worker's clock is 40 ms behind.
+    (claimed,) = await store.claim([(seq, T0)], now_ms=T0 - 40, lease_ms=LEASE, worker_id="w")
+    assert claimed.seq == seq
+    (retried,) = await store.insert_tasks([new_task("retried", due=T0 + 5_000)])
+    # An item released before the task's current due time is stale, whatever the clock.
+    stale = await store.claim([(retried, T0)], now_ms=T0 + 9_000, lease_ms=LEASE, worker_id="w")
+    assert stale == []
+
+
+async def test_a_task_pulled_twice_in_one_batch_is_claimed_once(store: Store) -> None:
+    (seq,) = await store.insert_tasks([new_task("twice")])
+    claimed = await store.claim([(seq, T0), (seq, T0)], now_ms=T0, lease_ms=LEASE, worker_id="w")
+    assert [c.seq for c in claimed] == [seq]
+
+
 async def test_a_claimed_task_cannot_be_claimed_again(store: Store) -> None:
     (seq,) = await store.insert_tasks([new_task("once")])
     await claim(store, seq, worker="w1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 from dataclasses import replace
 from typing import Annotated
@@ -34,7 +35,7 @@ def register(cli: typer.Typer) -> None:
     cli.command("local-cluster")(local_cluster)
 
 
-def _settings(log_level: str) -> Settings:
+def _settings(log_level: str, *, needs_redis: bool = True) -> Settings:
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -44,8 +45,13 @@ def _settings(log_level: str) -> Settings:
         raise typer.BadParameter(str(error)) from None
     if not settings.database_url.startswith(("postgresql://", "postgres://")):
         raise typer.BadParameter(f"set {env('database_url')} to a postgresql:// URL")
-    if not settings.redis_url:
+    if needs_redis and not settings.redis_url:
         raise typer.BadParameter(f"set {env('redis_url')} to a redis:// URL")
+    for name in ("partition_lease_seconds", "lease_seconds", "reconcile_after_seconds"):
+        if not 0 < getattr(settings, name) < math.inf:
+            raise typer.BadParameter(f"{env(name)} must be a positive number of seconds")
+    if not settings.queues:
+        raise typer.BadParameter(f"{env('queues')} names no queue")
     return settings
 
 
@@ -87,7 +93,10 @@ def worker(
     """Run tasks: your handlers (--app), or without it the built-in task types."""
     settings = _settings(log_level)
     if queues is not None:
-        settings = replace(settings, queues=tuple(q.strip() for q in queues.split(",")))
+        names = tuple(q.strip() for q in queues.split(",") if q.strip())
+        if not names:
+            raise typer.BadParameter("name at least one queue", param_hint="--queues")
+        settings = replace(settings, queues=names)
     if concurrency is not None:
         settings = replace(settings, concurrency=concurrency)
     spec = app or settings.app
@@ -97,7 +106,7 @@ def worker(
 
 def migrate(log_level: LOG_LEVEL = "info") -> None:
     """Apply the store's schema migrations (api and scheduler also do at start)."""
-    settings = _settings(log_level)
+    settings = _settings(log_level, needs_redis=False)
 
     async def apply() -> None:
         store = await open_store(settings.database_url, partitions=settings.partitions)

@@ -183,6 +183,8 @@ class Node:
             await self._start_scheduler()
         if Role.WORKER in self.roles:
             self._spawn(self.worker.run())
+        if Role.API in self.roles and s.redis_url:
+            self._spawn(self._watch_depth())
         log.info(
             "node %s started (%s): %d of %d partitions",
             self.node_id,
@@ -204,11 +206,22 @@ class Node:
                 store=self.store,
                 trigger=self.trigger,
                 clock=self.clock,
-                depth=self.queue.fresh_depth,
+                oldest_release=self.queue.oldest_release,
                 grace_seconds=self.settings.reconcile_after_seconds,
                 interval_seconds=min(5.0, self.settings.reconcile_after_seconds / 2),
             )
             self._spawn(reconciler.run())
+
+    async def _watch_depth(self) -> None:
+        """A shared queue's depth changes under other nodes' hands: admission control
+        on this node reads it fresh every second (and judges by depth alone when the
+        workers finishing tasks are elsewhere)."""
+        while True:
+            try:
+                await self.queue.fresh_depth()
+            except Exception:
+                log.exception("reading the ready queue's depth failed")
+            await asyncio.sleep(1.0)
 
     def _on_news(self, news: News) -> None:
         """Another process committed tasks, or ended some with consequences."""

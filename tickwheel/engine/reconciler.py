@@ -6,24 +6,27 @@ with Redis down) is still `pending` in the store, and nothing would ever look at
 again. Every interval the reconciler reads the owned partitions' tasks overdue by more
 than a grace period, oldest first and a bounded batch, and hands them back to the
 trigger engine, which releases them like any due task (a cron instance through the
-cron resolver). A queue that holds at least as many items as it has overdue tasks is
-left alone: a long backlog (a burst draining) is not a loss, and releasing it again
-would only add work. A task released twice still runs once: the claim is a
-compare-and-set.
+cron resolver).
+
+A long backlog (a burst draining) is not a loss, and releasing it again would only add
+work. The evidence is the queue's oldest release still waiting: everything released
+before it has left the queue, and a task is released at or after its due time, so a
+task due more than a grace period before that oldest release cannot still be queued.
+A task released twice still runs once: the claim is a compare-and-set.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.storage.base import DispatchStore
 
 log = logging.getLogger(__name__)
+NEVER = 2**62  # an empty queue holds nothing: its overdue tasks are lost
 
 
 class Reconciler:
@@ -33,7 +36,7 @@ class Reconciler:
         store: DispatchStore,
         trigger: TriggerEngine,
         clock: Clock,
-        depth: Callable[[], Awaitable[dict[str, int]]],
+        oldest_release: Callable[[Collection[str]], Awaitable[dict[str, int]]],
         grace_seconds: float = 30.0,
         interval_seconds: float = 5.0,
         batch: int = 10_000,
@@ -41,7 +44,7 @@ class Reconciler:
         self._store = store
         self._trigger = trigger
         self._clock = clock
-        self._depth = depth
+        self._oldest_release = oldest_release
         self._grace_ms = round(grace_seconds * 1000)
         self._interval = interval_seconds
         self._batch = batch
@@ -63,15 +66,10 @@ class Reconciler:
         overdue = await self._store.overdue(
             partitions, due_before=now - self._grace_ms, limit=self._batch
         )
-        waiting = await self._depth() if overdue else {}
-        overdue_by_queue = Counter(e.queue for e in overdue)
-        lost = {q for q, n in overdue_by_queue.items() if waiting.get(q, 0) < n}
-        # Not again within the grace period: a long queue may simply not have got to it.
-        again = [
-            e
-            for e in overdue
-            if e.queue in lost and now - self._released.get(e.seq, 0) > self._grace_ms
-        ]
+        oldest = await self._oldest_release({e.queue for e in overdue}) if overdue else {}
+        lost = [e for e in overdue if e.due_ms < oldest.get(e.queue, NEVER) - self._grace_ms]
+        # Not again within the grace period: the claim may simply not have landed yet.
+        again = [e for e in lost if now - self._released.get(e.seq, 0) > self._grace_ms]
         self._released = {e.seq: self._released.get(e.seq, 0) for e in overdue}
         for entry in again:
             self._released[entry.seq] = now

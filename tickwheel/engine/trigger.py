@@ -200,22 +200,27 @@ class TriggerEngine:
         if len(self._wheels) > 1 or retried:
             due.sort(key=itemgetter(1))  # merge the partitions' runs, each already sorted
         cron: list[tuple[Route, int]] = []
-        for start in range(0, len(due), RELEASE_CHUNK):
-            try:
-                await self._release(due[start : start + RELEASE_CHUNK], cron)
-            except Exception:
-                # The queue is unreachable: what this tick popped and did not push is
-                # released first at the next tick, not left to the reconciler.
-                self._unreleased = due[start:]
-                raise
-        if cron:
-            # Cron instances wait for their schedule to advance (and for the overlap
-            # check) before they reach the queue; the rest of the tick does not wait.
-            task = asyncio.create_task(self._on_cron(cron, self._clock.now_ms()))
-            self._cron_tasks.add(task)
-            task.add_done_callback(self._cron_tasks.discard)
+        try:
+            for start in range(0, len(due), RELEASE_CHUNK):
+                try:
+                    await self._release(due[start : start + RELEASE_CHUNK], cron)
+                except Exception:
+                    # The queue is unreachable: what this tick popped and did not push
+                    # is released first at the next tick, not left to the reconciler.
+                    self._unreleased = due[start:]
+                    raise
+        finally:
+            if cron:  # even when a push failed: these instances left the wheel
+                self._resolve_cron(cron)
         self.released += len(due)
         return len(due)
+
+    def _resolve_cron(self, cron: list[tuple[Route, int]]) -> None:
+        """Cron instances wait for their schedule to advance (and for the overlap check)
+        before they reach the queue; the rest of the tick does not wait."""
+        task = asyncio.create_task(self._on_cron(cron, self._clock.now_ms()))
+        self._cron_tasks.add(task)
+        task.add_done_callback(self._cron_tasks.discard)
 
     async def _release(self, due: list[tuple[int, int]], cron: list[tuple[Route, int]]) -> None:
         """Push one chunk, stamped with the time it is pushed, then let workers run: a

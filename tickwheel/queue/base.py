@@ -38,4 +38,9 @@ class ReadyQueue(Protocol):
         """Items waiting per queue, asked of the queue itself now."""
         ...
 
+    async def oldest_release(self, queues: Collection[str]) -> dict[str, int]:
+        """Per queue of `queues` that holds items, the earliest `triggered_ms` among
+        the heads of its lanes: everything released before it has left the queue."""
+        ...
+
     async def close(self) -> None: ...

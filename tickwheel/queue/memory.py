@@ -94,6 +94,15 @@ class MemoryReadyQueue:
     def depth(self) -> dict[str, int]:
         return {name: lanes.count for name, lanes in self._queues.items()}
 
+    async def oldest_release(self, queues: Collection[str]) -> dict[str, int]:
+        oldest = {}
+        for name in queues:
+            lanes = self._queues.get(name)
+            heads = [lane[0].triggered_ms for lane in lanes.lanes.values() if lane] if lanes else []
+            if heads:
+                oldest[name] = min(heads)
+        return oldest
+
     async def fresh_depth(self) -> dict[str, int]:
         return self.depth()
 

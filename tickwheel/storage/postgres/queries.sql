@@ -170,11 +170,12 @@ FROM tasks
 WHERE mark > $2 AND status = 'pending' AND due_time <= $3 AND partition = ANY($1::int[]);
 
 -- name: claim
+-- Due by the stamp of the release, not by the claimer's clock (see the SQLite store).
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered
 FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
-WHERE tasks.seq = c.cseq AND tasks.status = 'pending' AND tasks.due_time <= $3
+WHERE tasks.seq = c.cseq AND tasks.status = 'pending' AND tasks.due_time <= c.triggered
   AND ($6 OR tasks.ordering_key IS NULL)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
@@ -340,3 +341,6 @@ FROM tasks
 WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time < $2
 ORDER BY due_time
 LIMIT $3;
+
+-- name: lock_marks
+SELECT value FROM cluster WHERE key = 'mark' FOR UPDATE;

@@ -47,6 +47,7 @@ T = TypeVar("T")
 Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 NEVER = 2**62
 MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
+DEADLOCK_RETRIES = 5
 _Q = load(__package__ or "tickwheel.storage.postgres")
 
 
@@ -116,12 +117,20 @@ class PostgresStore:
     # -- plumbing ------------------------------------------------------------
 
     async def _transaction(self, work: Callable[[Db], Awaitable[T]]) -> T:
+        """Run `work` in one transaction; one that lost a deadlock (rolled back whole)
+        runs again."""
         assert self._pool is not None, "open() the store first"
-        try:
-            async with self._pool.acquire() as db, db.transaction():
-                return await work(db)
-        except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as error:
-            raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
+        for attempt in range(DEADLOCK_RETRIES):
+            try:
+                async with self._pool.acquire() as db, db.transaction():
+                    return await work(db)
+            except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
+                if attempt == DEADLOCK_RETRIES - 1:
+                    raise
+                log.warning("a transaction lost a deadlock; running it again")
+            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as error:
+                raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
+        raise AssertionError("unreachable")
 
     async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         return await self._transaction(lambda db: db.fetch(q(name), *args))
@@ -473,6 +482,12 @@ async def _changed_async(command: Awaitable[str]) -> bool:
     return _changed(await command)
 
 
+async def _lock_marks(db: Db) -> None:
+    """Take the counter's row lock before any other: a transaction that locks task rows
+    and then waits for marks could otherwise deadlock with one that did the reverse."""
+    await db.execute(q("lock_marks"))
+
+
 async def _take_marks(db: Db, count: int) -> range:
     if count == 0:
         return range(0)
@@ -497,6 +512,7 @@ async def _insert_task_rows(db: Db, task_rows: list[list[Any]]) -> list[int]:
 
 
 async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
+    await _lock_marks(db)  # first, as every writer that takes marks does: no deadlock
     originals = await _take_idempotency_keys(db, tasks)
     fresh_at = [i for i in range(len(tasks)) if i not in originals]
     fresh = [tasks[i] for i in fresh_at]
@@ -566,7 +582,7 @@ class _Dependencies:
 async def _take_idempotency_keys(db: Db, tasks: Sequence[NewTask]) -> dict[int, str]:
     originals: dict[int, str] = {}
     conflicts: dict[int, TickwheelError] = {}
-    for index, t in enumerate(tasks):
+    for index, t in enumerate(tasks):  # inserts hold the marks' lock: one at a time
         k = t.idempotency
         if k is None:
             continue
@@ -589,6 +605,7 @@ async def _propagate(db: Db, now_ms: int, limit: int) -> Propagated:
     ended = await db.fetch(q("take_propagations"), now_ms, limit)
     if not ended:
         return Propagated(0, 0, more=False)
+    await _lock_marks(db)  # before the edges, counters and keys it will lock
     ok = [r[0] for r in ended if r[2] == Status.SUCCEEDED]
     failed = {r[0]: (r[1], r[2]) for r in ended if r[2] != Status.SUCCEEDED}
     unblocked, later = await _pass_keys(db, ended, now_ms)
@@ -679,7 +696,10 @@ class _Claim(NamedTuple):
 async def _claim_keyed(
     db: Db, items: Sequence[tuple[int, int]], claim: _Claim
 ) -> list[asyncpg.Record]:
-    keyed = await db.fetch(q("keyed_claims"), [i[0] for i in items], claim.now_ms)
+    if not items:  # every item was claimed (a seq pulled twice counts once)
+        return []
+    latest = max(triggered for _, triggered in items)
+    keyed = await db.fetch(q("keyed_claims"), [i[0] for i in items], latest)
     if not keyed:
         return []
     keys = sorted({r[1] for r in keyed})

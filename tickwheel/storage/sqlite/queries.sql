@@ -87,7 +87,7 @@ WHERE seq = :seq AND status = 'waiting';
 -- The claimed tasks that have an ordering key (only those the plain claim left).
 SELECT seq, ordering_key FROM tasks
 WHERE seq IN (SELECT value FROM json_each(:seqs))
-  AND status = 'pending' AND due_time <= :now AND ordering_key IS NOT NULL;
+  AND status = 'pending' AND due_time <= :latest AND ordering_key IS NOT NULL;
 
 -- name: wait_for_turn
 UPDATE tasks SET status = 'waiting', version = version + 1
@@ -163,6 +163,9 @@ WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
   AND partition IN (SELECT value FROM json_each(:partitions));
 
 -- name: claim
+-- Due by the stamp of the release, not by the claimer's clock: a worker whose clock is
+-- a little behind the scheduler's must not refuse what was released on time, and an
+-- item released before the task's current due time (it was retried since) is stale.
 -- Tasks with an ordering key are left to a second pass (:keyed) that admits only the
 -- task whose turn it is.
 UPDATE tasks
@@ -170,7 +173,7 @@ SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
     started_at = :now, triggered_at = c.triggered
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
-WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= :now
+WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= c.triggered
   AND (:keyed OR tasks.ordering_key IS NULL)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;

@@ -519,7 +519,10 @@ def _claim_keyed(
     """Claim the tasks whose turn it is on their ordering key; the others wait for it."""
     now = params["now"]
     seqs = json.dumps([seq for seq, _ in items])
-    keyed = db.execute(q("keyed_claims"), {"seqs": seqs, "now": now}).fetchall()
+    if not items:  # every item was claimed (a seq pulled twice counts once)
+        return []
+    latest = max(triggered for _, triggered in items)
+    keyed = db.execute(q("keyed_claims"), {"seqs": seqs, "latest": latest}).fetchall()
     if not keyed:
         return []
     holders = {key: _settle_key(db, key, now).holder for key in {key for _, key in keyed}}
