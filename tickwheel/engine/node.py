@@ -91,12 +91,22 @@ class Node:
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
 
     async def start(self) -> None:
+        """Open the store and the queue, then start this node's roles. If starting
+        fails, what was opened is closed again and the partitions taken are given back."""
         s = self.settings
         self.store: Store = await open_store(
             s.database_url, partitions=s.partitions, migrate=s.migrate
         )
-        partitions = await self.store.partitions()
         self.queue: ReadyQueue = open_queue(s.redis_url, prefix=s.redis_prefix)
+        try:
+            await self._start_roles()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start_roles(self) -> None:
+        s = self.settings
+        partitions = await self.store.partitions()
         self.trigger = TriggerEngine(
             store=self.store,
             queue=self.queue,
@@ -253,10 +263,12 @@ class Node:
 
     async def stop(self) -> None:
         """Graceful: stop pulling, finish in-flight work within the grace period, give up
-        the partitions so another node can take them at once, close the store."""
+        the partitions so another node can take them at once, close the store. Safe after
+        a start that failed half way."""
         workers = [
-            *([self.engine_worker] if Role.SCHEDULER in self.roles else []),
-            *([self.worker] if Role.WORKER in self.roles else []),
+            w
+            for role, name in ((Role.SCHEDULER, "engine_worker"), (Role.WORKER, "worker"))
+            if role in self.roles and (w := getattr(self, name, None)) is not None
         ]
         await asyncio.gather(*(w.stop(self.settings.shutdown_grace_seconds) for w in workers))
         for loop in self._loops:
@@ -266,8 +278,9 @@ class Node:
             for loop in stuck:
                 log.error("%s did not stop when cancelled", loop.get_coro())
         self._loops.clear()
-        with contextlib.suppress(Exception):
-            await self.leases.release_all()
+        if hasattr(self, "leases"):
+            with contextlib.suppress(Exception):
+                await self.leases.release_all()
         await self._http.aclose()
         await self.queue.close()
         await self.store.close()
