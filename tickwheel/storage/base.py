@@ -182,7 +182,8 @@ class DispatchStore(Protocol):
     ) -> list[TaskRecord]: ...
 
     async def subscribe(self, on_news: Callable[[News], None]) -> None:
-        """Call `on_news` when another process commits tasks (NEW_TASKS) or ends tasks
+        """Call `on_news` when another process commits tasks it made pending (NEW_TASKS:
+        inserted, retried, freed by their predecessors, given their turn) or ends tasks
         whose dependents or ordering key must be told (ENDED). A hint only, which may
         be lost: the engine also looks on its own every second."""
         ...

@@ -489,8 +489,11 @@ async def _lock_marks(db: Db) -> None:
 
 
 async def _take_marks(db: Db, count: int) -> range:
+    """New marks for tasks this transaction makes pending (inserted, retried, freed, given
+    their turn): the owning schedulers are told at commit, whichever node they run on."""
     if count == 0:
         return range(0)
+    await db.execute(q("notify"), News.NEW_TASKS.value)
     top = await db.fetchval(q("take_marks"), count)
     return range(top - count + 1, top + 1)
 
@@ -507,7 +510,6 @@ async def _insert_task_rows(db: Db, task_rows: list[list[Any]]) -> list[int]:
     marks = await _take_marks(db, len(task_rows))
     full = [[s, m, *r] for s, m, r in zip(seqs, marks, task_rows, strict=True)]
     await db.execute(q("insert_tasks"), *_columns(full, 22))
-    await db.execute(q("notify"), News.NEW_TASKS.value)  # delivered at commit
     return seqs
 
 
