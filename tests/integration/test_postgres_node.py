@@ -244,3 +244,35 @@ async def test_a_store_told_not_to_migrate_refuses_an_old_schema(database_url: s
     store = PostgresStore(database_url, migrate=False)
     await store.open()  # up to date now
     await store.close()
+
+
+async def test_a_joining_scheduler_gets_its_share_at_once(database_url: str) -> None:
+    """With a 15 s lease (renewed every 5 s), a node joining still gets its share within
+    moments: its arrival and the partitions given back are notified."""
+
+    def settings(name: str) -> Settings:
+        return Settings(
+            database_url=database_url,
+            partitions=32,
+            partition_lease_seconds=15,
+            balance_partitions=True,
+            node_id=name,
+        )
+
+    first = Node(settings=settings("a"), run_worker=False)
+    second = Node(settings=settings("b"), run_worker=False)
+    await first.start()
+    try:
+        assert len(first.leases.held) == 32
+        await second.start()
+        started = time.monotonic()
+
+        async def split() -> bool:
+            held = await held_by([first, second])
+            return all(held) and sum(len(h) for h in held) == 32
+
+        await until(split, timeout=4)
+        assert time.monotonic() - started < 4  # not the 5-10 s of waiting for renewals
+    finally:
+        await second.stop()
+        await first.stop()

@@ -25,6 +25,7 @@ from collections.abc import Collection, Sequence
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.storage.base import LeaseStore
+from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class PartitionLeases:
         self.held: dict[int, int] = {}  # partition -> epoch
         self._valid_until = 0
         self._balance = balance
+        self._changed = asyncio.Event()
 
     async def wanted(self) -> Collection[int]:
         """Every partition when alone (embedded mode), else this node's fair share."""
@@ -67,7 +69,12 @@ class PartitionLeases:
             except Exception:
                 log.exception("renewing partition leases failed")
             self._drop_if_lapsed()
-            await asyncio.sleep(interval)
+            await wait_event(self._changed, interval)
+            self._changed.clear()
+
+    def poke(self) -> None:
+        """Partitions were given back or a node joined: look for our share now."""
+        self._changed.set()
 
     async def renew(self) -> None:
         await self._apply(await self._renew_leases())

@@ -234,11 +234,14 @@ class Node:
             await asyncio.sleep(1.0)
 
     def _on_news(self, news: News) -> None:
-        """Another process committed tasks, or ended some with consequences."""
+        """Another process made tasks pending, ended some with consequences, or moved
+        partitions."""
         if news is News.NEW_TASKS:
             self.trigger.poke()
-        else:
+        elif news is News.ENDED:
             self.resolver.nudge()
+        else:
+            self.leases.poke()
 
     def _spawn(self, *loops: Any) -> None:
         self._loops.extend(asyncio.create_task(loop) for loop in loops)

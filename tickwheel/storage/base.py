@@ -35,6 +35,7 @@ class TaskFilter:
 class News(StrEnum):
     NEW_TASKS = "tickwheel_new_tasks"
     ENDED = "tickwheel_ended"
+    PARTITIONS = "tickwheel_partitions"  # given back, or a scheduler node joined
 
 
 class Propagated(NamedTuple):

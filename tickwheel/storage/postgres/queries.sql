@@ -319,6 +319,9 @@ UPDATE api_tokens SET revoked_at = $2 WHERE token_id = $1 AND revoked_at IS NULL
 -- name: active_tokens
 SELECT hash, scopes FROM api_tokens WHERE revoked_at IS NULL;
 
+-- name: node_alive_until
+SELECT expires_at FROM scheduler_nodes WHERE node_id = $1;
+
 -- name: node_heartbeat
 INSERT INTO scheduler_nodes (node_id, expires_at) VALUES ($1, $2::bigint + $3::bigint)
 ON CONFLICT (node_id) DO UPDATE SET expires_at = excluded.expires_at;

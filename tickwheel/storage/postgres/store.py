@@ -407,9 +407,11 @@ class PostgresStore:
         return await self._transaction(work)
 
     async def release(self, node_id: str, held: Mapping[int, int]) -> None:
-        await self._transaction(
-            lambda db: db.execute(q("release_leases"), node_id, list(held), list(held.values()))
-        )
+        async def work(db: Db) -> None:
+            await db.execute(q("release_leases"), node_id, list(held), list(held.values()))
+            await db.execute(q("notify"), News.PARTITIONS.value)  # take them at once
+
+        await self._transaction(work)
 
     async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
         async def work(db: Db) -> set[int]:
@@ -425,7 +427,10 @@ class PostgresStore:
     async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
         async def work(db: Db) -> list[str]:
             now = await db.fetchval(q("now_ms"))
+            alive_until = await db.fetchval(q("node_alive_until"), node_id)
             await db.execute(q("node_heartbeat"), node_id, now, ttl_ms)
+            if alive_until is None or alive_until < now:  # it joins: the others make room
+                await db.execute(q("notify"), News.PARTITIONS.value)
             await db.execute(q("forget_dead_nodes"), now)
             return [r[0] for r in await db.fetch(q("live_nodes"), now)]
 
