@@ -171,7 +171,13 @@ class RedisReadyQueue:
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisReadyQueue:
         """A queue on its own client, which `close` closes; the URL names the db."""
-        return cls(Redis.from_url(url), prefix=prefix, owns_client=True)
+        client = Redis.from_url(
+            url,
+            socket_connect_timeout=5,
+            socket_keepalive=True,  # a half-open connection is noticed, not waited on
+            health_check_interval=30,
+        )
+        return cls(client, prefix=prefix, owns_client=True)
 
     async def close(self) -> None:
         if self._listener is not None:

@@ -48,6 +48,7 @@ Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 NEVER = 2**62
 MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
 DEADLOCK_RETRIES = 5
+COMMAND_TIMEOUT_SECONDS = 60.0
 _Q = load(__package__ or "tickwheel.storage.postgres")
 
 
@@ -79,8 +80,13 @@ class PostgresStore:
 
     async def open(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
+        # A statement that hangs (a half-open connection) fails instead of stalling a loop.
         self._pool = await asyncpg.create_pool(
-            self.url, min_size=1, max_size=self._pool_size, server_settings=settings
+            self.url,
+            min_size=1,
+            max_size=self._pool_size,
+            server_settings=settings,
+            command_timeout=COMMAND_TIMEOUT_SECONDS,
         )
         if self._migrate:
             await self._transaction(migrate)
