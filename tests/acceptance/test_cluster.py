@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ import httpx
 import pytest
 from cluster import Cluster, restart_postgres, restart_redis
 from harness import TICKWHEEL, Target, free_port, wait_for
+from services import require
 
 TTL = 3  # partition lease seconds
 SETTINGS = {
@@ -221,3 +223,32 @@ def test_the_local_cluster_recipe_runs_tasks_and_stops_cleanly(tmp_path: Path) -
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)  # none must outlive a failed test
         cluster.close()
+
+
+def test_sigterm_while_a_scheduler_is_still_starting_stops_it(tmp_path: Path) -> None:
+    """A store that accepts connections and never answers keeps the start waiting;
+    SIGTERM still stops the process at once instead of after the connect timeout."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepted by the kernel, never answered
+    port = silent.getsockname()[1]
+    env = {
+        **os.environ,
+        "TICKWHEEL_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{port}/postgres",
+        "TICKWHEEL_REDIS_URL": require("redis"),
+    }
+    try:
+        process = subprocess.Popen(
+            [TICKWHEEL, "scheduler"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        time.sleep(3)  # importing, then waiting on the silent store
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) is not None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        if process.stderr:
+            process.stderr.close()
+        silent.close()

@@ -8,6 +8,7 @@ SIGTERM or SIGINT.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import signal
@@ -117,12 +118,23 @@ def migrate(log_level: LOG_LEVEL = "info") -> None:
 
 
 async def _run(node: Node) -> None:
-    """Run `node` until SIGTERM or SIGINT, then stop it gracefully."""
+    """Run `node` until SIGTERM or SIGINT, then stop it gracefully. A signal that comes
+    while the node is still starting (a slow migration, a store not up yet) cancels the
+    start, which closes what it had opened."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await node.start()
+    starting = asyncio.create_task(node.start())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        return
+    stopping.cancel()
+    starting.result()  # a start that failed: its error, and the exit status with it
     try:
         await stop.wait()
     finally:
