@@ -281,6 +281,8 @@ class Node:
             for loop in stuck:
                 log.error("%s did not stop when cancelled", loop.get_coro())
         self._loops.clear()
+        if hasattr(self, "trigger"):
+            await self.trigger.close()
         if hasattr(self, "leases"):
             with contextlib.suppress(Exception):
                 await self.leases.release_all()

@@ -215,6 +215,13 @@ class TriggerEngine:
         self.released += len(due)
         return len(due)
 
+    async def close(self) -> None:
+        """Stop resolving cron instances: those not yet advanced stay pending in the
+        store, and the next owner releases them again."""
+        for task in list(self._cron_tasks):
+            task.cancel()
+        await asyncio.gather(*self._cron_tasks, return_exceptions=True)
+
     def _resolve_cron(self, cron: list[tuple[Route, int]]) -> None:
         """Cron instances wait for their schedule to advance (and for the overlap check)
         before they reach the queue; the rest of the tick does not wait."""
