@@ -1187,3 +1187,35 @@ async def test_a_waiting_task_gets_its_turn_whatever_the_resolvers_clock(store: 
     await store.finish([success(first, at=T0 + 11)])
     assert await store.propagate(T0 + 5) == (1, 0, False)  # a clock behind the claimer's
     assert await claim_all(store, [b], now=T0 + 12) == [b]
+
+
+async def test_racing_claims_of_one_key_admit_one_task(store: Store, stores: Stores) -> None:
+    other = await stores.open()
+    seqs = await store.insert_tasks([in_line(i, key="k", due=T0 + i) for i in range(10)])
+    items = [(s, T0 + 20) for s in seqs]
+    for _ in range(3):  # several rounds: each time at most one holder, the earliest
+        mine, theirs = await asyncio.gather(
+            store.claim(items, now_ms=T0 + 20, lease_ms=LEASE, worker_id="w1"),
+            other.claim(items[::-1], now_ms=T0 + 20, lease_ms=LEASE, worker_id="w2"),
+        )
+        running = [r for r in await store.get_tasks(seqs) if r.status is Status.RUNNING]
+        assert [r.seq for r in running] == [seqs[0]]
+        assert len(mine) + len(theirs) <= 1
+
+
+async def test_a_dependent_inserted_while_its_predecessor_ends_is_told(
+    store: Store, stores: Stores
+) -> None:
+    """Insert dependents and end their predecessor at the same moment, many times: each
+    dependent ends up pending (told), never blocked behind a finished predecessor."""
+    other = await stores.open()
+    for round_ in range(10):
+        (pred,) = await store.insert_tasks([new_task(f"p{round_}")])
+        running = await claim(store, pred)
+        _, dependents = await asyncio.gather(
+            other.finish([success(running, at=T0 + 1)]),
+            store.insert_tasks([after(f"d{round_}-{i}", f"task-p{round_}") for i in range(5)]),
+        )
+        while (await store.propagate(T0 + 2)).more:
+            pass
+        assert {(await get(store, d)).status for d in dependents} == {Status.PENDING}
