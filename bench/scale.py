@@ -2,9 +2,11 @@
 the wheel holds only the next minute, and the loader reads index ranges.
 
     .venv/bin/python bench/scale.py --stored 10000 100000 1000000
+    .venv/bin/python bench/scale.py --postgres postgresql://postgres@127.0.0.1/postgres
 
-For each size, a fresh embedded node (SQLite) stores that many tasks due tomorrow, then
-2,000 tasks due at one whole second a few seconds ahead. Printed per size: the loader's
+For each size, a fresh embedded node (SQLite, or PostgreSQL in a fresh schema) stores
+that many tasks due tomorrow, then 2,000 tasks due at one whole second a few seconds
+ahead. Printed per size: the loader's
 pass over the owned partitions (median of 5), the tick that released the second, and
 the trigger lateness of the 2,000. The last line is the result as JSON.
 """
@@ -16,12 +18,17 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import statistics
 import tempfile
 import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import uvloop
 
 from tickwheel.config import Settings
@@ -42,9 +49,31 @@ def later(due_ms: int) -> TaskRequest:
     return TaskRequest("noop", None, ScheduleRequest(ScheduleType.DELAYED, due_ms=due_ms))
 
 
-async def one_size(stored: int) -> dict[str, Any]:
-    folder = Path(tempfile.mkdtemp(prefix="tickwheel-scale-"))
-    settings = Settings(database_url=f"sqlite:///{folder / 'scale.db'}", lease_seconds=60)
+@asynccontextmanager
+async def database(postgres: str | None) -> AsyncIterator[str]:
+    """A fresh SQLite file, or a fresh PostgreSQL schema dropped afterwards."""
+    if postgres is None:
+        folder = Path(tempfile.mkdtemp(prefix="tickwheel-scale-"))
+        yield f"sqlite:///{folder / 'scale.db'}"
+        shutil.rmtree(folder)
+        return
+    schema = f"tw_scale_{uuid.uuid4().hex[:8]}"
+    db = await asyncpg.connect(postgres)
+    await db.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{postgres}?search_path={schema}"
+    finally:
+        await db.execute(f"DROP SCHEMA {schema} CASCADE")
+        await db.close()
+
+
+async def one_size(stored: int, postgres: str | None) -> dict[str, Any]:
+    async with database(postgres) as url:
+        return await measure(stored, url)
+
+
+async def measure(stored: int, url: str) -> dict[str, Any]:
+    settings = Settings(database_url=url, lease_seconds=60)
     async with Node(settings=settings) as node:
         tomorrow = later(node.clock.now_ms() + 86_400_000)
         for offset in range(0, stored, BATCH):
@@ -93,8 +122,9 @@ async def one_size(stored: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stored", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--postgres", help="a PostgreSQL URL: measure that store instead")
     args = parser.parse_args()
-    results = [uvloop.run(one_size(n)) for n in args.stored]
+    results = [uvloop.run(one_size(n, args.postgres)) for n in args.stored]
     for result in results:
         print(json.dumps(result))
     machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
