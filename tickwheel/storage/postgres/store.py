@@ -716,6 +716,8 @@ async def _claim_keyed(
     if not keyed:
         return []
     keys = sorted({r[1] for r in keyed})
+    # The marks' lock, then the keys': the order a propagation takes them in too.
+    await _lock_marks(db)
     await db.execute(q("lock_keys"), keys)
     holders = {key: (await _settle_key(db, key, claim.now_ms)).holder for key in keys}
     turn = {r[0] for r in keyed if holders[r[1]] == r[0]}
