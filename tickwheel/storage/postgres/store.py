@@ -22,7 +22,6 @@ from asyncpg.pool import PoolConnectionProxy
 
 from tickwheel.errors import (
     IdempotencyConflict,
-    InvalidRequest,
     RejectedItems,
     StoreUnavailable,
     TickwheelError,
@@ -41,6 +40,16 @@ from tickwheel.models import (
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
 from tickwheel.storage.named_queries import TASK_COLUMNS, load
+from tickwheel.storage.plans import (
+    Dependencies,
+    Ends,
+    Known,
+    Turn,
+    ends_by_key,
+    held_ids,
+    later,
+    still_held,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -529,67 +538,29 @@ async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
     originals = await _take_idempotency_keys(db, tasks)
     fresh_at = [i for i in range(len(tasks)) if i not in originals]
     fresh = [tasks[i] for i in fresh_at]
-    graph = await _Dependencies.read(db, fresh, fresh_at)
+    known = await _statuses_of(db, Dependencies.outside(fresh))
+    graph = Dependencies(fresh, fresh_at, known)
     params = [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
     seqs = await _insert_task_rows(db, params)
-    await graph.link(seqs)
+    links = graph.links(seqs)
+    if links is not None:
+        await db.execute(q("insert_edges"), *_columns(links.edges, 3))
+        if links.counters:
+            await db.execute(q("insert_dependencies"), *_columns(links.counters, 3))
+        await db.execute(q("mark_has_dependents"), links.watched)
     seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update({r[0]: r[1] for r in await db.fetch(q("seqs_of"), older)})
-    holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
-    return [Held(seq_of[holder], holder) for holder in holders]
+    return [Held(seq_of[holder], holder) for holder in held_ids(tasks, originals)]
 
 
-class _Dependencies:
-    """As in the SQLite store; predecessors are read under a row lock, so one cannot
-    end between this read and the commit that marks it as having dependents."""
-
-    def __init__(self, db: Db, tasks: Sequence[NewTask]) -> None:
-        self._db = db
-        self._tasks = tasks
-        self._known: dict[str, tuple[int, Status]] = {}
-        self.statuses: list[Status] = [Status.PENDING] * len(tasks)
-
-    @classmethod
-    async def read(cls, db: Db, tasks: Sequence[NewTask], at: Sequence[int]) -> _Dependencies:
-        graph = cls(db, tasks)
-        outside = sorted({p for t in tasks for p in t.predecessors})
-        if not outside:
-            return graph
-        found = await db.fetch(q("statuses_of"), outside)
-        graph._known = {r[0]: (r[1], Status(r[2])) for r in found}
-        unknown: dict[int, TickwheelError] = {}
-        for i, (index, t) in enumerate(zip(at, tasks, strict=True)):
-            missing = [p for p in t.predecessors if p not in graph._known]
-            if missing:
-                unknown[index] = InvalidRequest("dependencies", f"no task has the id {missing[0]}")
-            states = [graph._known[p][1] for p in t.predecessors if p in graph._known]
-            graph.statuses[i] = convert.start_status(states)
-            graph._known[t.task_id] = (-1, graph.statuses[i])
-        if unknown:
-            raise RejectedItems(unknown)
-        return graph
-
-    async def link(self, seqs: Sequence[int]) -> None:
-        if all(not t.predecessors for t in self._tasks):
-            return
-        for t, seq in zip(self._tasks, seqs, strict=True):
-            self._known[t.task_id] = (seq, self._known[t.task_id][1])
-        counters: list[tuple[int, int, int]] = []
-        edges: list[tuple[int, int, str]] = []
-        watched: set[int] = set()
-        for t, seq, status in zip(self._tasks, seqs, self.statuses, strict=True):
-            predecessors = [self._known[p] for p in dict.fromkeys(t.predecessors)]
-            edges += [(p, seq, convert.edge_state(s)) for p, s in predecessors]
-            if status is Status.BLOCKED:
-                done = sum(s is Status.SUCCEEDED for _, s in predecessors)
-                counters.append((seq, len(predecessors), done))
-                watched.update(p for p, s in predecessors if not s.is_final)
-        await self._db.execute(q("insert_edges"), *_columns(edges, 3))
-        if counters:
-            await self._db.execute(q("insert_dependencies"), *_columns(counters, 3))
-        await self._db.execute(q("mark_has_dependents"), sorted(watched))
+async def _statuses_of(db: Db, task_ids: list[str]) -> Known:
+    """Read under a row lock: a predecessor cannot end between this read and the commit
+    that marks it as having dependents (its end would then queue no news)."""
+    if not task_ids:
+        return {}
+    return {r[0]: (r[1], Status(r[2])) for r in await db.fetch(q("statuses_of"), task_ids)}
 
 
 async def _take_idempotency_keys(db: Db, tasks: Sequence[NewTask]) -> dict[int, str]:
@@ -646,51 +617,37 @@ def _count(status: str) -> int:
     return int(status.rsplit(" ", 1)[1])
 
 
-class _Turn(NamedTuple):
-    holder: int | None
-    took_turn: bool = False
-    busy_until: int | None = None
-
-
-async def _settle_key(db: Db, key: str, now_ms: int) -> _Turn:
+async def _settle_key(db: Db, key: str, now_ms: int) -> Turn:
     """As in the SQLite store; the caller holds the key's advisory lock."""
-    held = await db.fetchrow(q("key_holder"), key)
-    if held is not None:
-        holder, status, lease_until = held
-        if not Status(status).is_final:
-            return _Turn(holder)
-        if status == Status.CANCELLED and lease_until is not None and lease_until > now_ms:
-            return _Turn(holder, busy_until=lease_until)
+    kept = still_held(await db.fetchrow(q("key_holder"), key), now_ms)
+    if kept is not None:
+        return kept
     nxt = await db.fetchrow(q("next_of_key"), key, now_ms)
     if nxt is None:
         await db.execute(q("free_key"), key)
-        return _Turn(None)
+        return Turn(None)
     seq, status = nxt
     await db.execute(q("hold_key"), key, seq)
     if status != Status.WAITING:
-        return _Turn(seq)
+        return Turn(seq)
     (mark,) = await _take_marks(db, 1)
     await db.execute(q("take_turn"), seq, mark)
-    return _Turn(seq, took_turn=True)
+    return Turn(seq, took_turn=True)
 
 
 async def _pass_keys(
     db: Db, ended: Sequence[asyncpg.Record], now_ms: int
 ) -> tuple[int, list[tuple[int, int]]]:
-    ended_by_key: dict[str, list[int]] = {}
-    for r in ended:
-        if r[3] is not None:
-            ended_by_key.setdefault(r[3], []).append(r[0])
-    if not ended_by_key:
+    grouped = ends_by_key(ended)
+    if not grouped:
         return 0, []
-    await db.execute(q("lock_keys"), sorted(ended_by_key))
-    turns, later = 0, []
-    for key in sorted(ended_by_key):
+    await db.execute(q("lock_keys"), list(grouped))
+    turns, again = 0, []
+    for key in grouped:
         turn = await _settle_key(db, key, now_ms)
         turns += turn.took_turn
-        if turn.busy_until is not None:
-            later += [(seq, turn.busy_until) for seq in ended_by_key[key]]
-    return turns, later
+        again += later(grouped, key, turn)
+    return turns, again
 
 
 class _Claim(NamedTuple):
@@ -728,30 +685,14 @@ async def _claim_keyed(
 
 
 async def _finish(db: Db, finishes: Sequence[Finish]) -> list[bool]:
-    first: dict[int, Finish] = {}
-    for f in finishes:
-        first.setdefault(f.seq, f)
-    marks = iter(await _take_marks(db, sum(f.retry_at_ms is not None for f in first.values())))
-    batch = [
-        (
-            *(f.seq, f.fence, str(f.status), f.retry_at_ms, f.ended_ms, f.error),
-            None if f.retry_at_ms is None else next(marks),
-            f.lease_expired_before,
-        )
-        for f in first.values()
-    ]
-    done_rows = await db.fetch(q("finish"), *_columns(batch, 8))
-    executions = []
-    for seq, attempts, started, worker_id, schedule_id in done_rows:
-        f = first[seq]
-        run = (seq, schedule_id, attempts, f.fence, worker_id, started, f.ended_ms)
-        executions.append((*run, str(f.outcome), f.error))
+    ends = Ends(finishes)
+    batch = ends.rows(await _take_marks(db, ends.retries))
+    written = await db.fetch(q("finish"), *_columns(batch, 8))
+    executions = ends.executions(written)
     if executions:
         await db.execute(q("insert_executions"), *_columns(executions, 9))
-    done = {r[0] for r in done_rows}
-    repeats = [f for f in finishes if first[f.seq] is not f]
-    again = dict(zip(map(id, repeats), await _finish(db, repeats), strict=True)) if repeats else {}
-    return [f.seq in done if first[f.seq] is f else again[id(f)] for f in finishes]
+    repeats = await _finish(db, ends.repeats) if ends.repeats else []
+    return ends.answers({r[0] for r in written}, repeats)
 
 
 async def _advance(

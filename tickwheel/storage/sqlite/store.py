@@ -11,9 +11,9 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
-from tickwheel.errors import IdempotencyConflict, InvalidRequest, RejectedItems, TickwheelError
+from tickwheel.errors import IdempotencyConflict, RejectedItems, TickwheelError
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -27,6 +27,16 @@ from tickwheel.models import (
 )
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
+from tickwheel.storage.plans import (
+    Dependencies,
+    Ends,
+    Known,
+    Turn,
+    ends_by_key,
+    held_ids,
+    later,
+    still_held,
+)
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
 
@@ -411,70 +421,27 @@ def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held
     originals = _take_idempotency_keys(db, tasks)  # index -> task_id first made for it
     fresh_at = [i for i in range(len(tasks)) if i not in originals]
     fresh = [tasks[i] for i in fresh_at]
-    graph = _Dependencies(db, fresh, fresh_at)
+    graph = Dependencies(fresh, fresh_at, _statuses_of(db, Dependencies.outside(fresh)))
     seqs = _insert_task_rows(
         db, [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
     )
-    graph.link(seqs)
+    links = graph.links(seqs)
+    if links is not None:
+        db.executemany(q("insert_edge"), links.edges)
+        db.executemany(q("insert_dependency"), links.counters)
+        db.execute(q("mark_has_dependents"), (json.dumps(links.watched),))
     seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update(db.execute(q("seqs_of"), (json.dumps(older),)).fetchall())
-    holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
-    return [Held(seq_of[holder], holder) for holder in holders]
+    return [Held(seq_of[holder], holder) for holder in held_ids(tasks, originals)]
 
 
-class _Dependencies:
-    """The tasks of one insert that wait on others: the state each starts in, then the
-    edges and counters that the dependency resolver works from.
-
-    A predecessor in the same insert must come before its dependents (a workflow is
-    inserted in topological order); others are read in the insert's transaction, so a
-    predecessor that ends meanwhile is either seen ended or tells its dependents later.
-    """
-
-    def __init__(self, db: sqlite3.Connection, tasks: Sequence[NewTask], at: Sequence[int]):
-        self._db = db
-        self._tasks = tasks
-        outside = {p for t in tasks for p in t.predecessors}
-        if not outside:
-            self.statuses = [Status.PENDING] * len(tasks)
-            return
-        rows = db.execute(q("statuses_of"), (json.dumps(sorted(outside)),)).fetchall()
-        self._known = {task_id: (seq, Status(status)) for task_id, seq, status in rows}
-        self.statuses = []
-        unknown: dict[int, TickwheelError] = {}
-        for index, t in zip(at, tasks, strict=True):
-            missing = [p for p in t.predecessors if p not in self._known]
-            if missing:
-                reason = f"no task has the id {missing[0]}"
-                unknown[index] = InvalidRequest("dependencies", reason)
-            states = [self._known[p][1] for p in t.predecessors if p in self._known]
-            status = convert.start_status(states)
-            self.statuses.append(status)
-            self._known[t.task_id] = (-1, status)  # its seq comes with the insert
-        if unknown:
-            raise RejectedItems(unknown)
-
-    def link(self, seqs: Sequence[int]) -> None:
-        if all(not t.predecessors for t in self._tasks):
-            return
-        for t, seq in zip(self._tasks, seqs, strict=True):
-            self._known[t.task_id] = (seq, self._known[t.task_id][1])
-        counters: list[tuple[int, int, int]] = []
-        edges: list[tuple[int, int, str]] = []
-        watched: set[int] = set()
-        for t, seq, status in zip(self._tasks, seqs, self.statuses, strict=True):
-            predecessors = [self._known[p] for p in dict.fromkeys(t.predecessors)]
-            for pseq, pstatus in predecessors:
-                edges.append((pseq, seq, convert.edge_state(pstatus)))
-            if status is Status.BLOCKED:
-                done = sum(pstatus is Status.SUCCEEDED for _, pstatus in predecessors)
-                counters.append((seq, len(predecessors), done))
-                watched.update(p for p, s in predecessors if not s.is_final)
-        self._db.executemany(q("insert_edge"), edges)
-        self._db.executemany(q("insert_dependency"), counters)
-        self._db.execute(q("mark_has_dependents"), (json.dumps(sorted(watched)),))
+def _statuses_of(db: sqlite3.Connection, task_ids: list[str]) -> Known:
+    if not task_ids:
+        return {}
+    found = db.execute(q("statuses_of"), (json.dumps(task_ids),)).fetchall()
+    return {task_id: (seq, Status(status)) for task_id, seq, status in found}
 
 
 def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
@@ -534,53 +501,38 @@ def _claim_keyed(
     return db.execute(q("claim"), {**params, "claims": claims, "keyed": 1}).fetchall()
 
 
-class _Turn(NamedTuple):
-    holder: int | None
-    took_turn: bool = False  # a waiting task's turn came: it is pending again
-    busy_until: int | None = None  # a cancelled holder's attempt may run until then
-
-
-def _settle_key(db: sqlite3.Connection, key: str, now_ms: int) -> _Turn:
-    """Who holds `key` now: its holder while that has not ended for good (a cancelled
-    one until its attempt's lease ends), else the earliest due of its tasks not yet run,
-    whose turn it becomes (a waiting one is made pending again)."""
-    held = db.execute(q("key_holder"), (key,)).fetchone()
-    if held is not None:
-        holder, status, lease_until = held
-        if not Status(status).is_final:
-            return _Turn(holder)
-        if status == Status.CANCELLED and lease_until is not None and lease_until > now_ms:
-            return _Turn(holder, busy_until=lease_until)
+def _settle_key(db: sqlite3.Connection, key: str, now_ms: int) -> Turn:
+    """Who holds `key` now: its holder while it keeps it (`still_held`), else the
+    earliest due of its tasks not yet run, whose turn it becomes (a waiting one is made
+    pending again)."""
+    kept = still_held(db.execute(q("key_holder"), (key,)).fetchone(), now_ms)
+    if kept is not None:
+        return kept
     nxt = db.execute(q("next_of_key"), {"key": key, "now": now_ms}).fetchone()
     if nxt is None:
         db.execute(q("free_key"), (key,))
-        return _Turn(None)
+        return Turn(None)
     seq, status = nxt
     db.execute(q("hold_key"), (key, seq))
     if status != Status.WAITING:
-        return _Turn(seq)
+        return Turn(seq)
     (mark,) = _take_marks(db, 1)
     db.execute(q("take_turn"), {"seq": seq, "mark": mark})
-    return _Turn(seq, took_turn=True)
+    return Turn(seq, took_turn=True)
 
 
 def _pass_keys(
     db: sqlite3.Connection, ended: Sequence[Any], now_ms: int
 ) -> tuple[int, list[tuple[int, int]]]:
     """Pass on the ordering keys of tasks that ended. Returns how many waiting tasks
-    took their turn, and (seq, not before) of ends to tell again later: a cancelled
-    holder keeps its key while its attempt may still be running."""
-    ended_by_key: dict[str, list[int]] = {}
-    for seq, _, _, key in ended:
-        if key is not None:
-            ended_by_key.setdefault(key, []).append(seq)
-    turns, later = 0, []
-    for key in sorted(ended_by_key):
+    took their turn, and (seq, not before) of ends to tell again later."""
+    grouped = ends_by_key(ended)
+    turns, again = 0, []
+    for key in grouped:
         turn = _settle_key(db, key, now_ms)
         turns += turn.took_turn
-        if turn.busy_until is not None:
-            later += [(seq, turn.busy_until) for seq in ended_by_key[key]]
-    return turns, later
+        again += later(grouped, key, turn)
+    return turns, again
 
 
 def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
@@ -634,31 +586,12 @@ def _take_marks(db: sqlite3.Connection, count: int) -> range:
 
 def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
     """One UPDATE for the batch and one INSERT of its execution rows."""
-    first: dict[int, Finish] = {}
-    for f in finishes:
-        first.setdefault(f.seq, f)
-    retries = iter(_take_marks(db, sum(f.retry_at_ms is not None for f in first.values())))
-    batch = [
-        [
-            *(f.seq, f.fence, str(f.status), f.retry_at_ms, f.ended_ms, f.error),
-            None if f.retry_at_ms is None else next(retries),
-            f.lease_expired_before,
-        ]
-        for f in first.values()
-    ]
-    rows = db.execute(q("finish"), {"finishes": json.dumps(batch)}).fetchall()
-    executions = []
-    for seq, attempts, started, worker_id, schedule_id in rows:
-        f = first[seq]
-        run = (seq, schedule_id, attempts, f.fence, worker_id, started, f.ended_ms)
-        executions.append((*run, str(f.outcome), f.error))
-    db.executemany(q("insert_execution"), executions)
-    done = {row[0] for row in rows}
-    # A task ended twice in one batch (a worker and the reaper at once): the first end
-    # moved the version on, so each repeat is compared again in a later round.
-    repeats = [f for f in finishes if first[f.seq] is not f]
-    again = dict(zip(map(id, repeats), _finish(db, repeats), strict=True)) if repeats else {}
-    return [f.seq in done if first[f.seq] is f else again[id(f)] for f in finishes]
+    ends = Ends(finishes)
+    batch = ends.rows(_take_marks(db, ends.retries))
+    written = db.execute(q("finish"), {"finishes": json.dumps(batch)}).fetchall()
+    db.executemany(q("insert_execution"), ends.executions(written))
+    repeats = _finish(db, ends.repeats) if ends.repeats else []
+    return ends.answers({row[0] for row in written}, repeats)
 
 
 def _advance(
