@@ -12,10 +12,38 @@ from harness import Tickwheel
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def tour_blocks() -> list[str]:
+def marked_blocks(marker: str, language: str) -> list[str]:
+    """The code blocks of `language` between `<!-- marker:start -->` and its end."""
     readme = (ROOT / "README.md").read_text()
-    tour = readme.split("<!-- tour:start -->")[1].split("<!-- tour:end -->")[0]
-    return re.findall(r"```sh\n(.*?)```", tour, flags=re.DOTALL)
+    part = readme.split(f"<!-- {marker}:start -->")[1].split(f"<!-- {marker}:end -->")[0]
+    return re.findall(rf"```{language}\n(.*?)```", part, flags=re.DOTALL)
+
+
+def run_shell(blocks: list[str], tw: Tickwheel) -> str:
+    """The blocks as one bash script against `tw` (they name the default port)."""
+    script = "\n".join(blocks).replace(":8700", f":{tw.port}")
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env={**tw.env, "TICKWHEEL_URL": tw.url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    return result.stdout
+
+
+def run_python(block: str, tw: Tickwheel) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", block.replace(":8700", f":{tw.port}")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:
@@ -30,18 +58,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
 
 def test_tour_runs_verbatim(tickwheel_factory: type) -> None:
     tw: Tickwheel = tickwheel_factory.start()
-    # The tour talks to the default port; this server listens on a free one.
-    script = "\n".join(tour_blocks()).replace(":8700", f":{tw.port}")
-    result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=ROOT,
-        env={**tw.env, "TICKWHEEL_URL": tw.url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    out = result.stdout
+    out = run_shell(marked_blocks("tour", "sh"), tw)
     assert '"status":"succeeded"' in out  # the http task, after its due time
     assert '"outcome":"succeeded"' in out  # its history
     assert '"status":"failed"' in out and "HTTP 404" in out  # the failing task
@@ -52,61 +69,20 @@ def test_tour_runs_verbatim(tickwheel_factory: type) -> None:
     assert out.count('"status":"pending"') >= 2  # the batch
 
 
-def client_blocks() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    part = readme.split("<!-- client:start -->")[1].split("<!-- client:end -->")[0]
-    return re.findall(r"```python\n(.*?)```", part, flags=re.DOTALL)
-
-
 def test_client_examples_run_verbatim(tickwheel_factory: type) -> None:
     tw: Tickwheel = tickwheel_factory.start()
-    outputs = []
-    for block in client_blocks():
-        done = subprocess.run(
-            [sys.executable, "-c", block.replace(":8700", f":{tw.port}")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        assert done.returncode == 0, done.stderr
-        outputs.append(done.stdout)
-    sync, asynchronous = outputs
+    sync, asynchronous = [run_python(block, tw) for block in marked_blocks("client", "python")]
     assert " pending\nsucceeded\nTrue True\nnot found: " in sync
     assert asynchronous == "1000 submitted\nsucceeded\n"
 
 
-def marked_blocks(marker: str, language: str) -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    part = readme.split(f"<!-- {marker}:start -->")[1].split(f"<!-- {marker}:end -->")[0]
-    return re.findall(rf"```{language}\n(.*?)```", part, flags=re.DOTALL)
-
-
 def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
     tw: Tickwheel = tickwheel_factory.start()
-    script = "\n".join(marked_blocks("workflows", "sh")).replace(":8700", f":{tw.port}")
-    shell = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=ROOT,
-        env={**tw.env, "TICKWHEEL_URL": tw.url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shell.returncode == 0, shell.stderr + shell.stdout
-    out = shell.stdout
+    out = run_shell(marked_blocks("workflows", "sh"), tw)
     assert "(nightly-etl)" in out and "load" in out  # the workflow from the file
     assert '"schedule_id"' in out  # the recurring one
     assert '"status":"pending"' in out  # the dependent task, accepted
     assert '"field":"tasks"' in out and "a -> b -> a" in out  # the cycle, named
 
     (block,) = marked_blocks("workflow-python", "python")
-    python = subprocess.run(
-        [sys.executable, "-c", block.replace(":8700", f":{tw.port}")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert python.returncode == 0, python.stderr
-    assert python.stdout == "['extract', 'clean', 'load']\n0 3 * * *\n"
+    assert run_python(block, tw) == "['extract', 'clean', 'load']\n0 3 * * *\n"

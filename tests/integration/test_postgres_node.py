@@ -37,14 +37,8 @@ async def database_url() -> AsyncIterator[str]:
 
 async def test_tasks_graphs_and_keys_run_on_postgres(database_url: str) -> None:
     ran: list[Any] = []
-    app = App()
-
-    @app.task("step")
-    async def step(ctx: TaskContext, payload: Any) -> None:
-        ran.append(payload)
-
     settings = Settings(database_url=database_url, partitions=8, concurrency=16)
-    async with Node(settings=settings, app=app) as node:
+    async with Node(settings=settings, app=recording(ran)) as node:
         plain = [(await node.submit("step", i, delay_seconds=0.2)).task_id for i in range(100)]
         flow = Workflow("diamond")
         a = flow.task("a", "step", "a")
@@ -83,16 +77,10 @@ async def until(condition: Any, timeout: float = 15) -> None:
 
 
 async def test_scheduler_nodes_share_the_partitions_and_take_over(database_url: str) -> None:
-    def settings(name: str) -> Settings:
-        return Settings(
-            database_url=database_url,
-            partitions=32,
-            partition_lease_seconds=1,
-            balance_partitions=True,
-            node_id=name,
-        )
-
-    nodes = [Node(settings=settings(name), run_worker=False) for name in ("a", "b", "c")]
+    nodes = [
+        Node(settings=scheduler_settings(database_url, name, 1), run_worker=False)
+        for name in ("a", "b", "c")
+    ]
     for node in nodes:
         await node.start()
     try:
@@ -124,6 +112,27 @@ async def test_scheduler_nodes_share_the_partitions_and_take_over(database_url: 
             await node.stop()
 
 
+def recording(ran: list[Any]) -> App:
+    """Handlers of the type `step` that record each payload they run."""
+    handlers = App()
+
+    @handlers.task("step")
+    async def step(ctx: TaskContext, payload: Any) -> None:
+        ran.append(payload)
+
+    return handlers
+
+
+def scheduler_settings(database_url: str, name: str, lease_seconds: float) -> Settings:
+    return Settings(
+        database_url=database_url,
+        partitions=32,
+        partition_lease_seconds=lease_seconds,
+        balance_partitions=True,
+        node_id=name,
+    )
+
+
 @pytest.fixture
 def redis_prefix() -> str:
     require("redis")
@@ -137,12 +146,7 @@ async def test_api_scheduler_and_worker_apart_over_postgres_and_redis(
     different hosts would: submissions through one reach the scheduler by notification,
     the worker through Redis, and a graph's dependents through the scheduler's resolver."""
     ran: list[Any] = []
-    handlers = App()
-
-    @handlers.task("step")
-    async def step(ctx: TaskContext, payload: Any) -> None:
-        ran.append(payload)
-
+    handlers = recording(ran)
     base = Settings(
         database_url=database_url,
         redis_url=require("redis"),
@@ -187,12 +191,7 @@ async def test_tasks_lost_with_redis_are_released_again(
     """Released to Redis, then Redis loses everything: the reconciler releases the
     overdue tasks again from the store, and each runs once."""
     ran: list[Any] = []
-    handlers = App()
-
-    @handlers.task("step")
-    async def step(ctx: TaskContext, payload: Any) -> None:
-        ran.append(payload)
-
+    handlers = recording(ran)
     base = Settings(
         database_url=database_url,
         redis_url=require("redis"),
@@ -250,17 +249,8 @@ async def test_a_joining_scheduler_gets_its_share_at_once(database_url: str) -> 
     """With a 15 s lease (renewed every 5 s), a node joining still gets its share within
     moments: its arrival and the partitions given back are notified."""
 
-    def settings(name: str) -> Settings:
-        return Settings(
-            database_url=database_url,
-            partitions=32,
-            partition_lease_seconds=15,
-            balance_partitions=True,
-            node_id=name,
-        )
-
-    first = Node(settings=settings("a"), run_worker=False)
-    second = Node(settings=settings("b"), run_worker=False)
+    first = Node(settings=scheduler_settings(database_url, "a", 15), run_worker=False)
+    second = Node(settings=scheduler_settings(database_url, "b", 15), run_worker=False)
     await first.start()
     try:
         assert len(first.leases.held) == 32
