@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -429,3 +430,76 @@ async def test_oldest_release_is_the_earliest_stamp_at_the_lane_heads(
     assert await ready_queue.oldest_release(["a"]) == {"a": 30}
     await ready_queue.pull(["a", "b"], limit=10, wait_seconds=0)
     assert await ready_queue.oldest_release(["a", "b"]) == {}
+
+
+# --- staging ahead of the due time ----------------------------------------------
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def due_at(due_ms: int, priority: int = 0, queue: str = "default") -> ReadyItem:
+    return ReadyItem(
+        seq=next(_seqs), queue=queue, priority=priority, due_ms=due_ms, triggered_ms=due_ms
+    )
+
+
+async def test_a_staged_item_stays_hidden_until_due(ready_queue: ReadyQueue) -> None:
+    staged = due_at(wall_ms() + 60_000)
+    await ready_queue.stage([staged])
+    assert await ready_queue.pull(["default"], limit=10, wait_seconds=0) == []
+    assert ready_queue.depth() == {"default": 1}
+    assert await ready_queue.fresh_depth() == {"default": 1}
+
+
+async def test_a_waiting_pull_gets_a_staged_item_when_due_and_not_before(
+    ready_queue: ReadyQueue,
+) -> None:
+    staged = due_at(wall_ms() + 300)
+    await ready_queue.stage([staged])
+    got = await ready_queue.pull(["default"], limit=10, wait_seconds=5)
+    assert got == [staged]
+    assert wall_ms() >= staged.due_ms
+
+
+async def test_a_pull_waiting_before_the_stage_wakes_for_it(ready_queue: ReadyQueue) -> None:
+    staged = due_at(wall_ms() + 200)
+
+    async def stage_later() -> None:
+        await asyncio.sleep(0.05)
+        await ready_queue.stage([staged])
+
+    stager = asyncio.create_task(stage_later())
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert await ready_queue.pull(["default"], limit=10, wait_seconds=5) == [staged]
+    assert loop.time() - started < 4  # woken by the due time, not by the end of the wait
+    await stager
+
+
+async def test_staged_items_leave_in_due_order_after_those_already_pushed(
+    ready_queue: ReadyQueue,
+) -> None:
+    now = wall_ms()
+    waiting = item()
+    await ready_queue.push([waiting])
+    staged = [due_at(now - 3000 + i) for i in range(2500)]  # all due already
+    await ready_queue.stage(staged[::-1])  # any order in: due order out
+    pulled = await drain(ready_queue, ["default"])
+    assert pulled == [waiting, *staged]
+    assert ready_queue.depth().get("default", 0) == 0
+
+
+async def test_staged_items_keep_priority_order(ready_queue: ReadyQueue) -> None:
+    now = wall_ms()
+    low, high = due_at(now - 10, priority=-5), due_at(now - 5, priority=7)
+    later = due_at(now + 60_000, priority=9)
+    await ready_queue.stage([low, high, later])
+    assert await ready_queue.pull(["default"], limit=10, wait_seconds=0) == [high, low]
+
+
+async def test_oldest_release_counts_staged_heads(ready_queue: ReadyQueue) -> None:
+    future = wall_ms() + 60_000
+    await ready_queue.stage([due_at(future + 5, queue="a"), due_at(future, queue="a")])
+    assert await ready_queue.oldest_release(["a"]) == {"a": future}

@@ -41,6 +41,10 @@ class RoutingKeys:
         tag = index << 9 | int(is_cron) << 8 | (priority - PRIORITY_MIN)
         return seq << _TAG_BITS | tag
 
+    @staticmethod
+    def is_cron(key: int) -> bool:
+        return bool(key >> 8 & 1)
+
     def route(self, key: int) -> Route:
         tag = key & ((1 << _TAG_BITS) - 1)
         return Route(

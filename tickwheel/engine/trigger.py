@@ -7,11 +7,18 @@ mark from a counter in the store, and the loader scans marks above the last one 
 so a task made pending inside the loaded range, by this process or any other, reaches
 its wheel within a load interval even if nothing told this process about it. A tick
 releases exactly what is due, in due order, to the ready queue.
+
+A queue shared over the network (Redis) takes tasks ahead of time: each tick stages
+what falls due within the queue's `stage_ahead_ms`, and the queue shows each one only
+from its due time (seed 002 "pre-warming"), so a burst due in one second has already
+travelled when that second comes. Cron instances are the exception: they wait here
+for their due time, since their schedule advances when they fire.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from operator import itemgetter
@@ -61,6 +68,10 @@ class TriggerEngine:
         self.triggered_until = clock.now_ms()
         self.released = 0
         self._unreleased: list[tuple[int, int]] = []  # popped, not pushed: first next time
+        self._stage_ahead_ms = queue.stage_ahead_ms
+        # Cron instances popped while staging, before their due time: partition ->
+        # heap of (due_ms, key), released here when due.
+        self._early_cron: dict[int, list[tuple[int, int]]] = {}
 
     # -- ownership -----------------------------------------------------------
 
@@ -85,6 +96,7 @@ class TriggerEngine:
 
     def lose(self, partition: int) -> None:
         """Stop triggering a partition at once; its tasks stay in the store for the next owner."""
+        self._early_cron.pop(partition, None)
         if self._wheels.pop(partition, None) is not None:
             log.info("partition %d released: no longer triggered here", partition)
 
@@ -173,15 +185,19 @@ class TriggerEngine:
                 log.exception("releasing due tasks failed; retrying")
                 await asyncio.sleep(0.1)
             # Cascade and sort the next second's buckets now, not at their boundary.
+            ahead = self._stage_ahead_ms
             for wheel in self._wheels.values():
-                wheel.prepare(now + PRESTAGE_MS)
-            next_due = min(
-                (d for w in self._wheels.values() if (d := w.next_due_ms()) is not None),
+                wheel.prepare(now + ahead + PRESTAGE_MS)
+            next_tick = min(
+                (
+                    *(d - ahead for w in self._wheels.values() if (d := w.next_due_ms())),
+                    *(heap[0][0] for heap in self._early_cron.values()),
+                ),
                 default=None,
             )
             sleep = max_sleep_seconds
-            if next_due is not None:
-                sleep = min(sleep, max(0.0, (next_due - self._clock.now_ms()) / 1000))
+            if next_tick is not None:
+                sleep = min(sleep, max(0.0, (next_tick - self._clock.now_ms()) / 1000))
             self._wakeup.clear()
             if sleep > 0:
                 await wait_event(self._wakeup, sleep)
@@ -189,21 +205,29 @@ class TriggerEngine:
                 await asyncio.sleep(0)
 
     async def tick(self, now_ms: int) -> int:
-        """Release every task due at `now_ms` to the ready queue, in due order."""
+        """Release every task due at `now_ms` to the ready queue, in due order, and
+        stage those due within the queue's `stage_ahead_ms`."""
         due, self._unreleased = self._unreleased, []
-        retried = len(due)
-        for wheel in self._wheels.values():
-            due.extend(wheel.pop_due(now_ms))
+        merge = len(due) > 0 or len(self._wheels) > 1
+        until = now_ms + self._stage_ahead_ms
+        for partition, wheel in self._wheels.items():
+            popped = wheel.pop_due(until)
+            if popped and popped[-1][1] > now_ms:
+                popped = self._hold_early_cron(partition, popped, now_ms)
+            due.extend(popped)
+        if self._early_cron:
+            due.extend(self._take_early_cron(now_ms))
+            merge = True
         self.triggered_until = now_ms
         if not due:
             return 0
-        if len(self._wheels) > 1 or retried:
+        if merge:
             due.sort(key=itemgetter(1))  # merge the partitions' runs, each already sorted
         cron: list[tuple[Route, int]] = []
         try:
             for start in range(0, len(due), RELEASE_CHUNK):
                 try:
-                    await self._release(due[start : start + RELEASE_CHUNK], cron)
+                    await self._release(due[start : start + RELEASE_CHUNK], cron, now_ms)
                 except Exception:
                     # The queue is unreachable: what this tick popped and did not push
                     # is released first at the next tick, not left to the reconciler.
@@ -229,17 +253,51 @@ class TriggerEngine:
         self._cron_tasks.add(task)
         task.add_done_callback(self._cron_tasks.discard)
 
-    async def _release(self, due: list[tuple[int, int]], cron: list[tuple[Route, int]]) -> None:
+    def _hold_early_cron(
+        self, partition: int, popped: list[tuple[int, int]], now_ms: int
+    ) -> list[tuple[int, int]]:
+        """Keep back the cron instances of `popped` not due yet; return the rest."""
+        is_cron = self._keys.is_cron
+        kept: list[tuple[int, int]] = []
+        for entry in popped:
+            key, due_ms = entry
+            if due_ms > now_ms and is_cron(key):
+                heapq.heappush(self._early_cron.setdefault(partition, []), (due_ms, key))
+            else:
+                kept.append(entry)
+        return kept
+
+    def _take_early_cron(self, now_ms: int) -> list[tuple[int, int]]:
+        taken: list[tuple[int, int]] = []
+        for partition, heap in list(self._early_cron.items()):
+            while heap and heap[0][0] <= now_ms:
+                due_ms, key = heapq.heappop(heap)
+                taken.append((key, due_ms))
+            if not heap:
+                del self._early_cron[partition]
+        return taken
+
+    async def _release(
+        self, due: list[tuple[int, int]], cron: list[tuple[Route, int]], tick_ms: int
+    ) -> None:
         """Push one chunk, stamped with the time it is pushed, then let workers run: a
-        large bucket reaches the workers chunk by chunk instead of all at the end."""
+        large bucket reaches the workers chunk by chunk instead of all at the end.
+        Tasks not due at the tick are staged: the queue shows them from their due time,
+        so that is their release stamp unless the push itself comes later."""
         route = self._keys.route
         now_ms = self._clock.now_ms()
         items: list[ReadyItem] = []
+        staged: list[ReadyItem] = []
         for key, due_ms in due:
             r = route(key)
-            if r.is_cron:
+            if due_ms > tick_ms:
+                staged.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, max(due_ms, now_ms)))
+            elif r.is_cron:
                 cron.append((r, due_ms))
             else:
                 items.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, now_ms))
-        await self._queue.push(items)
+        if items:
+            await self._queue.push(items)
+        if staged:
+            await self._queue.stage(staged)
         await asyncio.sleep(0)

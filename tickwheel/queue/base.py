@@ -19,8 +19,17 @@ class ReadyItem(NamedTuple):
 
 
 class ReadyQueue(Protocol):
+    # How far ahead of their due time the trigger engine hands tasks to `stage`; 0: it
+    # pushes each task when due.
+    stage_ahead_ms: int
+
     async def push(self, items: Sequence[ReadyItem]) -> None:
         """Add due tasks; within a priority they leave in the order pushed."""
+        ...
+
+    async def stage(self, items: Sequence[ReadyItem]) -> None:
+        """Add tasks ahead of their due time: each waits, counted in the depth, until
+        its `due_ms` by the queue's clock, then joins the tail of its lane."""
         ...
 
     async def pull(

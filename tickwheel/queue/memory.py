@@ -1,14 +1,17 @@
 """The embedded ready queue: per queue, one FIFO lane per priority.
 
 The trigger engine pushes tasks in due order, so a FIFO lane keeps due order
-within a priority without the cost of a heap.
+within a priority without the cost of a heap. Staged tasks wait in one heap by due
+time and join their lanes when a pull finds them due.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from collections.abc import Collection, Sequence
+import heapq
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Sequence
 
 from tickwheel.queue.base import ReadyItem
 from tickwheel.waiting import wait_event
@@ -46,20 +49,48 @@ class _Lanes:
         return []
 
 
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 class MemoryReadyQueue:
-    def __init__(self) -> None:
+    def __init__(self, *, stage_ahead_ms: int = 0, now_ms: Callable[[], int] = _wall_ms) -> None:
         self._queues: dict[str, _Lanes] = {}
         self._arrived = asyncio.Event()
+        self._staged: list[tuple[int, int, ReadyItem]] = []  # (due_ms, order, item) heap
+        self._staged_count = 0
+        self._staged_depth: Counter[str] = Counter()
+        self._now_ms = now_ms
+        self.stage_ahead_ms = stage_ahead_ms
 
     async def push(self, items: Sequence[ReadyItem]) -> None:
-        queues = self._queues
         for item in items:
-            lanes = queues.get(item.queue)
-            if lanes is None:
-                queues[item.queue] = lanes = _Lanes()
-            lanes.push(item)
+            self._lanes(item.queue).push(item)
         if items:
             self._arrived.set()
+
+    async def stage(self, items: Sequence[ReadyItem]) -> None:
+        for item in items:
+            heapq.heappush(self._staged, (item.due_ms, self._staged_count, item))
+            self._staged_count += 1
+            self._staged_depth[item.queue] += 1
+        if items:
+            self._arrived.set()
+
+    def _lanes(self, queue: str) -> _Lanes:
+        lanes = self._queues.get(queue)
+        if lanes is None:
+            self._queues[queue] = lanes = _Lanes()
+        return lanes
+
+    def _promote(self) -> float | None:
+        """Move staged items now due to their lanes; seconds until the next is due."""
+        staged, now = self._staged, self._now_ms()
+        while staged and staged[0][0] <= now:
+            item = heapq.heappop(staged)[2]
+            self._staged_depth[item.queue] -= 1
+            self._lanes(item.queue).push(item)
+        return (staged[0][0] - now) / 1000 if staged else None
 
     async def pull(
         self, queues: Collection[str], *, limit: int, wait_seconds: float
@@ -67,11 +98,14 @@ class MemoryReadyQueue:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:
+            staged_in = self._promote()
             taken = self._take(queues, limit)
             remaining = deadline - loop.time()
             if taken or remaining <= 0:
                 return taken
             self._arrived.clear()
+            if staged_in is not None:
+                remaining = min(remaining, staged_in)
             await wait_event(self._arrived, remaining)
 
     def _take(self, queues: Collection[str], limit: int) -> list[ReadyItem]:
@@ -92,15 +126,21 @@ class MemoryReadyQueue:
         return taken
 
     def depth(self) -> dict[str, int]:
-        return {name: lanes.count for name, lanes in self._queues.items()}
+        depth = Counter({name: lanes.count for name, lanes in self._queues.items()})
+        depth.update(self._staged_depth)
+        return {name: count for name, count in depth.items() if count or name in self._queues}
 
     async def oldest_release(self, queues: Collection[str]) -> dict[str, int]:
-        oldest = {}
+        oldest: dict[str, int] = {}
         for name in queues:
             lanes = self._queues.get(name)
             heads = [lane[0].triggered_ms for lane in lanes.lanes.values() if lane] if lanes else []
             if heads:
                 oldest[name] = min(heads)
+        for _, _, item in self._staged:
+            if item.queue in queues:
+                stamp = item.triggered_ms
+                oldest[item.queue] = min(oldest.get(item.queue, stamp), stamp)
         return oldest
 
     async def fresh_depth(self) -> dict[str, int]:

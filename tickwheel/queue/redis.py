@@ -6,7 +6,11 @@ Key layout, under a configurable prefix P (default "tickwheel:"):
                                         seq, due_ms, triggered_ms as 3 int64 (24 bytes)
     P prio:<queue>             zset     the priorities of the queue's non-empty lanes
                                         (member and score are the priority)
-    P depth                    hash     queue -> items waiting
+    P stage:<queue>:<priority> zset     items staged ahead of their due time, scored
+                                        by due_ms; a pop moves those due (by Redis's
+                                        clock) to the tail of their lane
+    P staged:<queue>           zset     the priorities of the queue's non-empty stages
+    P depth                    hash     queue -> items waiting (staged ones included)
     P wake                     channel  a push publishes the name of each queue it filled
 
 Why lanes rather than one sorted set per queue scored by (priority, sequence): the
@@ -28,6 +32,12 @@ waiting pulls, instead of one blocked BLPOP connection each) and pops again when
 of its queues is named. Every (re)subscription wakes all waiting pulls, so a push made
 while unsubscribed is found by that re-check. A wait never outlasts `wait_seconds`.
 
+Staging (seed 002 "pre-warming"): the trigger engine hands over what falls due in the
+next few seconds ahead of time, so a burst of 300,000 due in one second has already
+travelled when its second comes and only becomes visible then. Redis's clock alone
+decides when a staged item is due, so it is one clock for every worker; a pop reports
+when the earliest staged item falls due, and a waiting pull wakes then.
+
 `depth()` is a cache: each script returns the shared counters of the queues it
 touched, so it is exact after this handle's own pushes and pulls and catches up with
 other nodes' whenever this handle next touches that queue.
@@ -44,7 +54,7 @@ import logging
 import struct
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -55,27 +65,42 @@ from tickwheel.waiting import wait_event
 log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "tickwheel:"
+# How far ahead the trigger engine may stage: enough to hand over a 300,000 burst.
+DEFAULT_STAGE_AHEAD_MS = 3000
 _RESUBSCRIBE_SECONDS = 1.0
 
-# ARGV: prefix, "head" | "tail", then per lane: queue, priority, count, count items.
-# Returns the new depth of each queue, in the order the queues first appear.
+# ARGV: prefix, "head" | "tail" | "stage", then per lane: queue, priority, count, and
+# count items ("stage": count (due_ms, item) pairs, which wait in the lane's stage until
+# due). Returns the new depth of each queue, in the order the queues first appear.
 _PUSH = """
-local prefix, verb = ARGV[1], (ARGV[2] == 'head') and 'LPUSH' or 'RPUSH'
+local prefix, mode = ARGV[1], ARGV[2]
+local width = (mode == 'stage') and 2 or 1
 local added, order = {}, {}
 local at = 3
 while at <= #ARGV do
   local queue, priority = ARGV[at], ARGV[at + 1]
-  local first, last = at + 3, at + 2 + tonumber(ARGV[at + 2])
-  local lane = prefix .. 'lane:' .. queue .. ':' .. priority
-  for from = first, last, 1000 do  -- unpack is bounded by Lua's C stack
-    redis.call(verb, lane, unpack(ARGV, from, math.min(from + 999, last)))
+  local first, last = at + 3, at + 2 + width * tonumber(ARGV[at + 2])
+  local count = 0
+  if mode == 'stage' then
+    local stage = prefix .. 'stage:' .. queue .. ':' .. priority
+    for from = first, last, 1000 do  -- unpack is bounded by Lua's C stack
+      count = count + redis.call('ZADD', stage, unpack(ARGV, from, math.min(from + 999, last)))
+    end
+    redis.call('ZADD', prefix .. 'staged:' .. queue, priority, priority)
+  else
+    local lane = prefix .. 'lane:' .. queue .. ':' .. priority
+    local verb = (mode == 'head') and 'LPUSH' or 'RPUSH'
+    for from = first, last, 1000 do
+      redis.call(verb, lane, unpack(ARGV, from, math.min(from + 999, last)))
+    end
+    redis.call('ZADD', prefix .. 'prio:' .. queue, priority, priority)
+    count = last - first + 1
   end
-  redis.call('ZADD', prefix .. 'prio:' .. queue, priority, priority)
   if added[queue] == nil then
     order[#order + 1] = queue
     added[queue] = 0
   end
-  added[queue] = added[queue] + last - first + 1
+  added[queue] = added[queue] + count
   at = last + 1
 end
 local depths = {}
@@ -88,10 +113,38 @@ return depths
 
 # ARGV: prefix, limit, queue names. Pops up to `limit` items, highest priority first
 # (ties go to the queue named first), FIFO within a lane.
-# Returns {{queue index (0-based), priority, {items}, ...}, {depth of each queue}}.
+# Returns {{queue index (0-based), priority, {items}, ...}, {depth of each queue}, ms
+# until the earliest item still staged is due (-1: none)}.
 _POP = """
 local prefix, limit = ARGV[1], tonumber(ARGV[2])
 local queues = {unpack(ARGV, 3)}
+-- Staged items due by Redis's clock join the tail of their lane (up to a batch per
+-- lane: the work of a pop stays bounded, and what is left is promoted by the next).
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local next_due = -1
+for i = 1, #queues do
+  local staged = prefix .. 'staged:' .. queues[i]
+  for _, priority in ipairs(redis.call('ZRANGE', staged, 0, -1)) do
+    local stage = prefix .. 'stage:' .. queues[i] .. ':' .. priority
+    local ready = redis.call('ZRANGE', stage, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
+    if #ready > 0 then
+      local lane = prefix .. 'lane:' .. queues[i] .. ':' .. priority
+      for from = 1, #ready, 1000 do
+        redis.call('RPUSH', lane, unpack(ready, from, math.min(from + 999, #ready)))
+      end
+      redis.call('ZADD', prefix .. 'prio:' .. queues[i], priority, priority)
+      redis.call('ZREMRANGEBYRANK', stage, 0, #ready - 1)
+    end
+    local first = redis.call('ZRANGE', stage, 0, 0, 'WITHSCORES')
+    if first[1] then
+      local due = tonumber(first[2])
+      if next_due < 0 or due < next_due then next_due = due end
+    else
+      redis.call('ZREM', staged, priority)
+    end
+  end
+end
 local function head(i)
   local top = redis.call('ZREVRANGE', prefix .. 'prio:' .. queues[i], 0, 0, 'WITHSCORES')
   if top[1] then return {top[1], tonumber(top[2])} end
@@ -124,10 +177,11 @@ while taken < limit do
 end
 local depths = {}
 if #queues > 0 then depths = redis.call('HMGET', prefix .. 'depth', unpack(queues)) end
-return {popped, depths}
+return {popped, depths, (next_due < 0) and -1 or math.max(0, next_due - now)}
 """
 
-# ARGV: prefix, queue names. Per queue, the heads of its non-empty lanes (packed items).
+# ARGV: prefix, queue names. Per queue, the heads of its non-empty lanes and stages
+# (packed items).
 _HEADS = """
 local prefix = ARGV[1]
 local heads = {}
@@ -137,6 +191,10 @@ for i = 2, #ARGV do
     local head = redis.call('LINDEX', prefix .. 'lane:' .. ARGV[i] .. ':' .. priority, 0)
     if head then found[#found + 1] = head end
   end
+  for _, priority in ipairs(redis.call('ZRANGE', prefix .. 'staged:' .. ARGV[i], 0, -1)) do
+    local head = redis.call('ZRANGE', prefix .. 'stage:' .. ARGV[i] .. ':' .. priority, 0, 0)
+    if head[1] then found[#found + 1] = head[1] end
+  end
   heads[i - 1] = found
 end
 return heads
@@ -145,7 +203,12 @@ return heads
 # Binary, not text: packing and unpacking cost a third of formatting and parsing.
 _ITEM = struct.Struct("<qqq")  # seq, due_ms, triggered_ms
 
-Lanes = dict[tuple[str, int], list[bytes]]  # (queue, priority) -> packed items, in order
+Lanes = dict[tuple[str, int], list[Any]]  # (queue, priority) -> packed items, in order
+
+
+class _Popped(NamedTuple):
+    items: list[ReadyItem]
+    staged_in_ms: int  # until the earliest item still staged is due; -1: none staged
 
 
 class RedisReadyQueue:
@@ -155,7 +218,12 @@ class RedisReadyQueue:
     """
 
     def __init__(
-        self, client: Redis, *, prefix: str = DEFAULT_PREFIX, owns_client: bool = False
+        self,
+        client: Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        owns_client: bool = False,
+        stage_ahead_ms: int = DEFAULT_STAGE_AHEAD_MS,
     ) -> None:
         self._redis = client
         self._prefix = prefix
@@ -164,6 +232,7 @@ class RedisReadyQueue:
         self._pop_script = client.register_script(_POP)
         self._heads_script = client.register_script(_HEADS)
         self._depth: dict[str, int] = {}
+        self.stage_ahead_ms = stage_ahead_ms
         self._waiting: dict[str, set[asyncio.Event]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._restoring: set[asyncio.Task[None]] = set()
@@ -225,18 +294,22 @@ class RedisReadyQueue:
 
     async def push(self, items: Sequence[ReadyItem]) -> None:
         if items:
-            await self._put(_by_lane(items), head=False)
+            await self._put(_by_lane(items), mode="tail")
 
-    async def _put(self, lanes: Lanes, *, head: bool) -> None:
-        args: list[str | int | bytes] = [self._prefix, "head" if head else "tail"]
+    async def stage(self, items: Sequence[ReadyItem]) -> None:
+        if items:
+            await self._put(_by_lane(items, staged=True), mode="stage")
+
+    async def _put(self, lanes: Lanes, *, mode: str) -> None:
+        args: list[str | int | bytes] = [self._prefix, mode]
         for (queue, priority), lane in lanes.items():
-            args += (queue, priority, len(lane))
+            args += (queue, priority, len(lane) // 2 if mode == "stage" else len(lane))
             # LPUSH adds one by one to the head: push the last first to keep the order.
-            args += reversed(lane) if head else lane
+            args += reversed(lane) if mode == "head" else lane
         depths = await self._push_script(args=args)
         self._depth.update(zip(dict.fromkeys(queue for queue, _ in lanes), depths, strict=True))
 
-    async def _take(self, names: list[str], limit: int) -> list[ReadyItem]:
+    async def _take(self, names: list[str], limit: int) -> _Popped:
         popping = asyncio.ensure_future(self._pop(names, limit))
         try:
             return await asyncio.shield(popping)
@@ -248,20 +321,20 @@ class RedisReadyQueue:
             await asyncio.shield(restoring)
             raise
 
-    async def _pop(self, names: list[str], limit: int) -> list[ReadyItem]:
-        popped, depths = await self._pop_script(args=[self._prefix, limit, *names])
+    async def _pop(self, names: list[str], limit: int) -> _Popped:
+        popped, depths, staged_in_ms = await self._pop_script(args=[self._prefix, limit, *names])
         self._depth.update(
             (name, int(depth))
             for name, depth in zip(names, depths, strict=True)
             if depth is not None
         )
-        return _decode(names, popped)
+        return _Popped(_decode(names, popped), int(staged_in_ms))
 
-    async def _put_back(self, popping: asyncio.Future[list[ReadyItem]]) -> None:
+    async def _put_back(self, popping: asyncio.Future[_Popped]) -> None:
         try:
-            items = await popping
+            items = (await popping).items
             if items:
-                await self._put(_by_lane(items), head=True)
+                await self._put(_by_lane(items), mode="head")
         except RedisError:
             # Not lost for good: the engine re-queues unclaimed due tasks from the store.
             log.warning("a cancelled pull could not hand its items back", exc_info=True)
@@ -273,7 +346,7 @@ class RedisReadyQueue:
     ) -> list[ReadyItem]:
         names = list(dict.fromkeys(queues))
         if wait_seconds <= 0:
-            return await self._take(names, limit)
+            return (await self._take(names, limit)).items
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         woken = asyncio.Event()
@@ -281,10 +354,12 @@ class RedisReadyQueue:
         try:
             while True:
                 woken.clear()
-                taken = await self._take(names, limit)
+                taken, staged_in_ms = await self._take(names, limit)
                 remaining = deadline - loop.time()
                 if taken or remaining <= 0:
                     return taken
+                if staged_in_ms >= 0:  # look again when the next staged item is due
+                    remaining = min(remaining, staged_in_ms / 1000)
                 await wait_event(woken, remaining)
         finally:
             self._unwatch(names, woken)
@@ -329,11 +404,16 @@ def _text(name: bytes | str) -> str:
     return name.decode() if isinstance(name, bytes) else name
 
 
-def _by_lane(items: Iterable[ReadyItem]) -> Lanes:
+def _by_lane(items: Iterable[ReadyItem], *, staged: bool = False) -> Lanes:
+    """Packed items per lane; `staged`: each preceded by its due_ms, the stage's score."""
     lanes: Lanes = defaultdict(list)
     pack = _ITEM.pack
     for item in items:
-        lanes[item.queue, item.priority].append(pack(item.seq, item.due_ms, item.triggered_ms))
+        packed = pack(item.seq, item.due_ms, item.triggered_ms)
+        if staged:
+            lanes[item.queue, item.priority] += (item.due_ms, packed)
+        else:
+            lanes[item.queue, item.priority].append(packed)
     return lanes
 
 

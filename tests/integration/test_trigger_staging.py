@@ -1,0 +1,141 @@
+"""The trigger engine staging tasks ahead of their due time, on the real SQLite store
+and a memory ready queue that stages by the same manual clock.
+
+A staging queue receives what falls due within its `stage_ahead_ms` before it is due
+and shows it only from the due time; cron instances are held in the engine until due,
+since their schedule advances when they fire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tickwheel.clock import ManualClock
+from tickwheel.core.cron import CronSpec
+from tickwheel.engine.routing import Route
+from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskService
+from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.models import ScheduleType
+from tickwheel.queue.memory import MemoryReadyQueue
+from tickwheel.storage.sqlite.store import SqliteStore
+
+pytestmark = pytest.mark.timeout(10)
+
+PARTITIONS = 2
+START_MS = 1_800_000_000_000  # a whole minute
+STAGE_AHEAD_MS = 2000
+
+
+@dataclass
+class Harness:
+    store: SqliteStore
+    clock: ManualClock
+    queue: MemoryReadyQueue
+    service: TaskService
+    trigger: TriggerEngine
+    fired_cron: list[tuple[Route, int]]
+
+    async def delayed(self, due_ms: int) -> int:
+        schedule = ScheduleRequest(ScheduleType.DELAYED, due_ms=due_ms)
+        submitted = await self.service.submit(TaskRequest("noop", None, schedule))
+        task = await self.store.get_task(submitted.task_id)
+        assert task is not None
+        return task.seq
+
+    async def every_minute(self) -> int:
+        """A cron schedule; returns the seq of its first instance."""
+        schedule = ScheduleRequest(ScheduleType.CRON, cron=CronSpec("* * * * *"))
+        submitted = await self.service.submit(TaskRequest("noop", None, schedule))
+        assert submitted.schedule_id is not None
+        record = await self.store.get_schedule(submitted.schedule_id)
+        assert record is not None and record.current_seq is not None
+        return record.current_seq
+
+    async def tick_at(self, now_ms: int) -> None:
+        self.clock.advance((now_ms - self.clock.now_ms()) / 1000)
+        await self.trigger.load_once()
+        await self.trigger.tick(now_ms)
+        await asyncio.sleep(0)  # fired cron instances are resolved in a task of their own
+
+    async def visible(self) -> list[int]:
+        return [i.seq for i in await self.queue.pull(["default"], limit=100, wait_seconds=0)]
+
+
+@pytest.fixture
+async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    store = SqliteStore(str(tmp_path / "s.db"), partitions=PARTITIONS)
+    await store.open()
+    clock = ManualClock(START_MS)
+    queue = MemoryReadyQueue(stage_ahead_ms=STAGE_AHEAD_MS, now_ms=clock.now_ms)
+    fired: list[tuple[Route, int]] = []
+
+    async def on_cron(batch: list[tuple[Route, int]], now_ms: int) -> None:
+        fired.extend(batch)
+
+    trigger = TriggerEngine(store=store, queue=queue, clock=clock, on_cron=on_cron)
+    await trigger.start()
+    for partition in range(PARTITIONS):
+        await trigger.gain(partition)
+    try:
+        service = TaskService(store=store, clock=clock, partitions=PARTITIONS)
+        yield Harness(store, clock, queue, service, trigger, fired)
+    finally:
+        await trigger.close()
+        await store.close()
+
+
+async def test_tasks_due_within_the_stage_window_are_handed_over_but_hidden_until_due(
+    h: Harness,
+) -> None:
+    soon = await h.delayed(START_MS + 1500)
+    later = await h.delayed(START_MS + 5000)
+    await h.tick_at(START_MS)
+    assert h.queue.depth() == {"default": 1}  # `soon` is staged; `later` is not yet
+    assert await h.visible() == []
+    h.clock.advance(1.499)
+    assert await h.visible() == []
+    h.clock.advance(0.001)
+    assert await h.visible() == [soon]
+    await h.tick_at(START_MS + 3000)
+    assert h.queue.depth() == {"default": 1}  # `later` staged at its due time - 2 s
+    h.clock.advance(2)
+    assert await h.visible() == [later]
+
+
+async def test_a_staged_task_is_stamped_with_its_due_time_and_a_due_one_with_the_tick(
+    h: Harness,
+) -> None:
+    overdue = await h.delayed(START_MS - 10)
+    ahead = await h.delayed(START_MS + 700)
+    await h.tick_at(START_MS)
+    h.clock.advance(1)
+    pulled = await h.queue.pull(["default"], limit=10, wait_seconds=0)
+    stamps = {i.seq: i.triggered_ms for i in pulled}
+    assert stamps == {overdue: START_MS, ahead: START_MS + 700}
+
+
+async def test_a_cron_instance_is_held_until_due_then_fired(h: Harness) -> None:
+    seq = await h.every_minute()
+    first_due = START_MS + 60_000
+    await h.tick_at(first_due - 1500)  # inside the stage window
+    assert h.fired_cron == []
+    assert h.queue.depth() == {}  # a cron instance is never staged
+    await h.tick_at(first_due - 1)
+    assert h.fired_cron == []
+    await h.tick_at(first_due)
+    assert [(route.seq, due) for route, due in h.fired_cron] == [(seq, first_due)]
+
+
+async def test_losing_a_partition_drops_its_held_cron_instances(h: Harness) -> None:
+    await h.every_minute()
+    first_due = START_MS + 60_000
+    await h.tick_at(first_due - 1000)
+    for partition in range(PARTITIONS):
+        h.trigger.lose(partition)
+    await h.tick_at(first_due + 10)
+    assert h.fired_cron == []  # the next owner fires it from the store
