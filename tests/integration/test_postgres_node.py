@@ -15,8 +15,9 @@ from services import require
 from tickwheel import App, TaskContext, Workflow
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
+from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
 from tickwheel.errors import StoreUnavailable
-from tickwheel.models import FINAL_STATUSES, Status
+from tickwheel.models import FINAL_STATUSES, ScheduleType, Status
 from tickwheel.queue.redis import RedisReadyQueue
 from tickwheel.storage.postgres.store import PostgresStore
 
@@ -266,3 +267,35 @@ async def test_a_joining_scheduler_gets_its_share_at_once(database_url: str) -> 
     finally:
         await second.stop()
         await first.stop()
+
+
+async def analyze_count(database_url: str) -> int:
+    db = await asyncpg.connect(database_url)
+    try:
+        await db.execute("SELECT pg_stat_clear_snapshot()")
+        found = await db.fetchval(
+            "SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'tasks'::regclass"
+        )
+        return int(found)
+    finally:
+        await db.close()
+
+
+async def test_a_bulk_insert_refreshes_the_planner_statistics(database_url: str) -> None:
+    """Claims must not be planned from statistics of a near-empty table once 100,000
+    tasks wait: the store analyzes `tasks` itself after bulk inserts (statistics.py)."""
+    settings = Settings(database_url=database_url, partitions=4)
+    async with Node(settings=settings, roles=frozenset({Role.API})) as node:
+        before = await analyze_count(database_url)
+        request = TaskRequest(
+            "noop", None, ScheduleRequest(ScheduleType.DELAYED, delay_seconds=3600)
+        )
+        await node.service.submit_many([request] * 5_000)
+        await asyncio.sleep(0.5)
+        assert await analyze_count(database_url) == before  # under the threshold
+        await node.service.submit_many([request] * 5_000)
+        await until(lambda: analyze_count_above(database_url, before))
+
+
+async def analyze_count_above(database_url: str, count: int) -> bool:
+    return await analyze_count(database_url) > count

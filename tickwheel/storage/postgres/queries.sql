@@ -347,3 +347,6 @@ LIMIT $3;
 
 -- name: lock_marks
 SELECT value FROM cluster WHERE key = 'mark' FOR UPDATE;
+
+-- name: estimated_tasks
+SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'tasks'::regclass;

@@ -50,6 +50,7 @@ from tickwheel.storage.plans import (
     later,
     still_held,
 )
+from tickwheel.storage.postgres.statistics import InsertStatistics
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -86,6 +87,7 @@ class PostgresStore:
         self._on_news: Callable[[News], None] = lambda news: None
         self._relistening: asyncio.Task[None] | None = None
         self._closing = False
+        self._statistics = InsertStatistics(self._analyze_tasks)
 
     async def open(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
@@ -120,6 +122,7 @@ class PostgresStore:
 
     async def close(self) -> None:
         self._closing = True
+        await self._statistics.close()
         if self._relistening is not None:
             self._relistening.cancel()
         if self._listener is not None:
@@ -159,7 +162,16 @@ class PostgresStore:
         return [held.seq for held in await self.insert_tasks_with_holders(tasks)]
 
     async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
-        return await self._transaction(lambda db: _insert_tasks(db, tasks))
+        held = await self._transaction(lambda db: _insert_tasks(db, tasks))
+        self._statistics.inserted(len(tasks))
+        return held
+
+    async def _analyze_tasks(self) -> int:
+        async def work(db: Db) -> int:
+            await db.execute("ANALYZE tasks")
+            return int(await db.fetchval(q("estimated_tasks")))
+
+        return await self._transaction(work)
 
     async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
         return await self._transaction(lambda db: _propagate(db, now_ms, limit))
