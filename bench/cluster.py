@@ -3,12 +3,17 @@ worker and API processes over the local PostgreSQL and Redis).
 
     .venv/bin/python bench/cluster.py burst --tasks 300000
     .venv/bin/python bench/cluster.py e2e --tasks 50000
+    .venv/bin/python bench/cluster.py sustained --rate 50000 --seconds 60
 
 burst: N no-op tasks due in the same second, submitted ahead in batches of 10,000;
 trigger lateness (pushed to Redis minus due), start lateness (claimed minus due), drain
 (due to the last completion). e2e: N no-op tasks due now, submitted as fast as the
 API takes them; tasks/s from the first submission to the last completion. Both count
 the rows PostgreSQL inserted, updated and deleted per task (pg_stat_user_tables).
+sustained: rate x seconds tasks due evenly over `seconds`, stored ahead through the
+engine's batch submission (this measures triggering, not submission), with no worker:
+every release is read back from Redis with its stamp, so trigger lateness (stamp minus
+due) and the triggers per second are known for every task.
 The last line is the result as JSON.
 """
 
@@ -21,21 +26,31 @@ import os
 import platform
 import signal
 import socket
+import statistics
+import struct
 import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
+from redis.asyncio import Redis
+
+from tickwheel.config import Role, Settings
+from tickwheel.engine.node import Node
+from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
+from tickwheel.models import ScheduleType
 
 POSTGRES = os.environ.get(
     "TICKWHEEL_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1/postgres"
 )
 REDIS = os.environ.get("TICKWHEEL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
+ITEM = struct.Struct("<qqq")  # a ready-queue item in Redis: seq, due_ms, triggered_ms
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 
 
@@ -171,6 +186,76 @@ async def burst(args: argparse.Namespace, cluster: LocalCluster) -> dict[str, An
     }
 
 
+async def store_due_evenly(cluster: LocalCluster, first_due_ms: int, rate: int, count: int) -> None:
+    """Store `count` no-op tasks due `rate` per second from `first_due_ms`, through an
+    API-only node of the cluster's own (in this process: no HTTP in the way)."""
+    settings = Settings().from_env(cluster.env)
+    async with Node(settings=settings, roles=frozenset({Role.API})) as node:
+        for start in range(0, count, 10_000):
+            batch = [
+                TaskRequest(
+                    "noop",
+                    None,
+                    ScheduleRequest(ScheduleType.DELAYED, due_ms=first_due_ms + i * 1000 // rate),
+                )
+                for i in range(start, min(start + 10_000, count))
+            ]
+            await node.service.submit_many(batch)
+
+
+async def released_stamps(prefix: str) -> list[tuple[int, int, int]]:
+    """(seq, due_ms, triggered_ms) of every item in the ready queue's lanes and stages."""
+    redis = Redis.from_url(REDIS)
+    found: list[tuple[int, int, int]] = []
+    try:
+        async for key in redis.scan_iter(match=f"{prefix}lane:*"):
+            for start in range(0, await redis.llen(key), 100_000):
+                chunk = await redis.lrange(key, start, start + 99_999)
+                found += ITEM.iter_unpack(b"".join(chunk))
+        async for key in redis.scan_iter(match=f"{prefix}stage:*"):
+            for start in range(0, await redis.zcard(key), 100_000):
+                chunk = await redis.zrange(key, start, start + 99_999)
+                found += ITEM.iter_unpack(b"".join(chunk))
+    finally:
+        await redis.aclose()
+    return found
+
+
+async def sustained(args: argparse.Namespace, cluster: LocalCluster) -> dict[str, Any]:
+    count = args.rate * args.seconds
+    lead_ms = round(args.lead_seconds * 1000)
+    first_due = (time.time_ns() // 1_000_000 // 1000 + 1) * 1000 + lead_ms
+    started = time.perf_counter()
+    await store_due_evenly(cluster, first_due, args.rate, count)
+    stored_in = time.perf_counter() - started
+    if time.time() * 1000 > first_due - 2000:
+        raise SystemExit("storing outlasted the lead time: raise --lead-seconds")
+    await asyncio.sleep((first_due - time.time() * 1000) / 1000 + args.seconds + 3)
+    stamps = await released_stamps(cluster.env["TICKWHEEL_REDIS_PREFIX"])
+    lateness = [float(at - due) for _, due, at in stamps]
+    per_second = Counter((at - first_due) // 1000 for _, _, at in stamps)
+    windows = {
+        f"{w * 10}-{w * 10 + 10}s": _spread(
+            [float(at - due) for _, due, at in stamps if (due - first_due) // 10_000 == w]
+        )
+        for w in range(args.seconds // 10)
+    }
+    return {
+        "scenario": "sustained",
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "stored_per_s": round(count / stored_in),
+        "released": len(stamps),
+        "missing": count - len({seq for seq, _, _ in stamps}),
+        "trigger_lateness_ms": _spread(lateness),
+        "triggered_per_s": {
+            "median": statistics.median(per_second[s] for s in range(args.seconds)),
+            "min": min(per_second[s] for s in range(args.seconds)),
+        },
+        "lateness_by_window": windows,
+    }
+
+
 async def e2e(args: argparse.Namespace, cluster: LocalCluster) -> dict[str, Any]:
     writes = await cluster.row_writes()
     started = time.perf_counter()
@@ -194,18 +279,30 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=["burst", "e2e"])
+    parser.add_argument("scenario", choices=["burst", "e2e", "sustained"])
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--schedulers", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=512)
     parser.add_argument("--partitions", type=int, default=64)
-    parser.add_argument("--lead-seconds", type=float, default=30)
+    parser.add_argument(
+        "--lead-seconds",
+        type=float,
+        help="until the first due: 30, or for sustained enough to store",
+    )
+    parser.add_argument("--rate", type=int, default=50_000, help="sustained: triggers/s")
+    parser.add_argument("--seconds", type=int, default=60, help="sustained: duration")
     args = parser.parse_args()
+    if args.scenario == "sustained":
+        args.workers = 0  # what is released stays in Redis, to be read back
+        args.tasks = args.rate * args.seconds
+    if args.lead_seconds is None:
+        args.lead_seconds = 30 if args.scenario != "sustained" else 30 + args.tasks / 10_000
     async with LocalCluster(
         args.schedulers, args.workers, args.concurrency, args.partitions
     ) as cluster:
-        result = await (burst if args.scenario == "burst" else e2e)(args, cluster)
+        scenario = {"burst": burst, "e2e": e2e, "sustained": sustained}[args.scenario]
+        result = await scenario(args, cluster)
     result.update(
         tasks=args.tasks,
         schedulers=args.schedulers,

@@ -42,6 +42,10 @@ class Settings:
     # With a Redis ready queue: due tasks unclaimed this long are released again.
     reconcile_after_seconds: float = 30.0
     migrate: bool = True  # apply the store's migrations at start (PostgreSQL)
+    # PostgreSQL keeps tasks in ranges, each opened for this long; whole ranges older
+    # than the retention whose tasks have all ended are dropped (empty: keep forever).
+    task_range_hours: float = 24.0
+    retention_days: float | None = 30.0
     max_payload_bytes: int = 256 * 1024
     max_batch_bytes: int = 32 * 1024 * 1024
     idempotency_window_seconds: float = 86400.0

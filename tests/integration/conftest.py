@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
+from services import require
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
@@ -33,3 +36,18 @@ async def api(node: Node) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
     async with httpx.AsyncClient(transport=transport, base_url="http://tickwheel") as client:
         yield client
+
+
+@pytest.fixture
+async def database_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL schema; asyncpg passes the URL's other parameters as server
+    settings."""
+    url = require("postgres")
+    schema = f"tw_node_{uuid.uuid4().hex[:12]}"
+    db = await asyncpg.connect(url)
+    await db.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{url}?search_path={schema}"
+    finally:
+        await db.execute(f"DROP SCHEMA {schema} CASCADE")
+        await db.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -20,20 +19,6 @@ from tickwheel.errors import StoreUnavailable
 from tickwheel.models import FINAL_STATUSES, ScheduleType, Status
 from tickwheel.queue.redis import RedisReadyQueue
 from tickwheel.storage.postgres.store import PostgresStore
-
-
-@pytest.fixture
-async def database_url() -> AsyncIterator[str]:
-    """A fresh schema; asyncpg passes the URL's other parameters as server settings."""
-    url = require("postgres")
-    schema = f"tw_node_{uuid.uuid4().hex[:12]}"
-    db = await asyncpg.connect(url)
-    await db.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield f"{url}?search_path={schema}"
-    finally:
-        await db.execute(f"DROP SCHEMA {schema} CASCADE")
-        await db.close()
 
 
 async def test_tasks_graphs_and_keys_run_on_postgres(database_url: str) -> None:

@@ -28,6 +28,7 @@ from tickwheel.engine.reaper import Reaper
 from tickwheel.engine.reconciler import Reconciler
 from tickwheel.engine.recurring import RecurringWorkflows
 from tickwheel.engine.remote import RemoteWorkers
+from tickwheel.engine.retention import Retention
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
@@ -49,7 +50,7 @@ from tickwheel.models import (
 )
 from tickwheel.queue.base import ReadyQueue
 from tickwheel.queue.factory import open_queue
-from tickwheel.storage.base import News, Store
+from tickwheel.storage.base import News, RangedTaskStore, Store
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
@@ -195,6 +196,13 @@ class Node:
             self._spawn(self.worker.run())
         if Role.API in self.roles and s.redis_url:
             self._spawn(self._watch_depth())
+        if isinstance(self.store, RangedTaskStore) and self.roles & {Role.API, Role.SCHEDULER}:
+            retention = Retention(
+                store=self.store,
+                range_seconds=s.task_range_hours * 3600,
+                retention_seconds=None if s.retention_days is None else s.retention_days * 86400,
+            )
+            self._spawn(retention.run())
         log.info(
             "node %s started (%s): %d of %d partitions",
             self.node_id,

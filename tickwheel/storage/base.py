@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from tickwheel.models import (
     ClaimedTask,
@@ -273,6 +273,22 @@ class TokenStore(Protocol):
 
     async def active_tokens(self) -> dict[str, frozenset[str]]:
         """Hash -> scopes of every token not revoked."""
+        ...
+
+
+@runtime_checkable
+class RangedTaskStore(Protocol):
+    """A store whose tasks are partitioned by ranges of seq, each a span of creation
+    time, so that retention drops whole ranges (PostgreSQL)."""
+
+    async def roll_task_ranges(self, *, period_ms: int) -> int:
+        """Move new seqs on to the next range once the current one has been open for
+        `period_ms`, keeping one range ready ahead; return the current range's start."""
+        ...
+
+    async def drop_expired_task_ranges(self, *, retention_ms: int) -> int:
+        """Drop the ranges sealed more than `retention_ms` ago whose every task has
+        ended; return how many."""
         ...
 
 

@@ -350,3 +350,9 @@ SELECT value FROM cluster WHERE key = 'mark' FOR UPDATE;
 
 -- name: estimated_tasks
 SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'tasks'::regclass;
+
+-- name: roll_task_ranges
+SELECT tickwheel_roll_task_ranges($1);
+
+-- name: drop_expired_task_ranges
+SELECT tickwheel_drop_expired_task_ranges($1);

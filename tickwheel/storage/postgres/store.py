@@ -418,6 +418,14 @@ class PostgresStore:
     async def active_tokens(self) -> dict[str, frozenset[str]]:
         return {r[0]: frozenset(r[1].split(",")) for r in await self._fetch("active_tokens")}
 
+    # -- ranges of tasks (retention) --------------------------------------------
+
+    async def roll_task_ranges(self, *, period_ms: int) -> int:
+        return int(await self._fetchval("roll_task_ranges", period_ms))
+
+    async def drop_expired_task_ranges(self, *, retention_ms: int) -> int:
+        return int(await self._fetchval("drop_expired_task_ranges", retention_ms))
+
     # -- partition leases ----------------------------------------------------
 
     async def partitions(self) -> int:
