@@ -27,7 +27,7 @@ from tickwheel.models import (
     TaskRecord,
     WheelEntry,
 )
-from tickwheel.storage.base import Store, TaskFilter
+from tickwheel.storage.base import Advance, Fence, Store, TaskFilter
 
 if TYPE_CHECKING:
     from conftest import Stores
@@ -102,11 +102,12 @@ def instance(schedule: ScheduleRecord, due: int, *, partition: int = 1) -> NewTa
 
 
 async def create_schedule(
-    store: Store, schedule_id: str = "nightly", due: int = T0
+    store: Store, schedule_id: str = "nightly", due: int = T0, *, partition: int = 1
 ) -> tuple[ScheduleRecord, int]:
     """A committed schedule as the store holds it, and the seq of its first instance."""
     schedule = a_schedule(schedule_id)
-    assert await store.insert_schedule(schedule, instance(schedule, due)) == schedule_id
+    first = instance(schedule, due, partition=partition)
+    assert await store.insert_schedule(schedule, first) == schedule_id
     record = await store.get_schedule(schedule_id)
     assert record is not None and record.current_seq is not None
     return record, record.current_seq
@@ -299,7 +300,9 @@ async def test_paging_with_before_seq_visits_every_task_once(store: Store) -> No
 
 async def test_list_tasks_filters(store: Store) -> None:
     schedule, first = await create_schedule(store)
-    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)])
+    (second,) = await store.advance_schedules(
+        [Advance(schedule, instance(schedule, T0 + DAY), None, None)]
+    )
     assert second is not None
     a, b, c = await store.insert_tasks(
         [new_task("a", task_type="email"), new_task("b", task_type="email"), new_task("c")]
@@ -748,7 +751,7 @@ async def test_advance_makes_the_next_instance_current(store: Store) -> None:
     schedule, first = await create_schedule(store)
     nxt = instance(schedule, T0 + DAY, partition=6)
 
-    (second,) = await store.advance_schedules([(schedule, nxt, None)])
+    (second,) = await store.advance_schedules([Advance(schedule, nxt, None, None)])
 
     assert second is not None
     assert second > first
@@ -767,12 +770,16 @@ async def test_advance_makes_the_next_instance_current(store: Store) -> None:
 
 async def test_advance_with_a_stale_version_changes_nothing(store: Store) -> None:
     schedule, first = await create_schedule(store)
-    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)])
+    (second,) = await store.advance_schedules(
+        [Advance(schedule, instance(schedule, T0 + DAY), None, None)]
+    )
     advanced = await store.get_schedule("nightly")
     top = await store.max_seq()
     late = instance(schedule, T0 + 2 * DAY)
 
-    assert await store.advance_schedules([(schedule, late, (first, "skipped"))]) == [None]
+    assert await store.advance_schedules([Advance(schedule, late, (first, "skipped"), None)]) == [
+        None
+    ]
 
     assert await store.get_schedule("nightly") == advanced
     assert await store.max_seq() == top
@@ -785,10 +792,13 @@ async def test_advance_with_a_stale_version_changes_nothing(store: Store) -> Non
 async def test_advance_batch_answers_each_schedule(store: Store) -> None:
     stale, _ = await create_schedule(store, "stale")
     fresh, _ = await create_schedule(store, "fresh")
-    await store.advance_schedules([(stale, instance(stale, T0 + DAY), None)])
+    await store.advance_schedules([Advance(stale, instance(stale, T0 + DAY), None, None)])
 
     results = await store.advance_schedules(
-        [(stale, instance(stale, T0 + 2 * DAY), None), (fresh, instance(fresh, T0 + DAY), None)]
+        [
+            Advance(stale, instance(stale, T0 + 2 * DAY), None, None),
+            Advance(fresh, instance(fresh, T0 + DAY), None, None),
+        ]
     )
 
     assert results[0] is None
@@ -802,7 +812,9 @@ async def test_advance_can_skip_the_current_instance(store: Store) -> None:
     schedule, first = await create_schedule(store)
 
     skip = (first, "skipped: test")
-    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), skip)])
+    (second,) = await store.advance_schedules(
+        [Advance(schedule, instance(schedule, T0 + DAY), skip, None)]
+    )
 
     assert second is not None
     skipped = await get(store, first)
@@ -811,6 +823,83 @@ async def test_advance_can_skip_the_current_instance(store: Store) -> None:
     assert [r.seq for r in await store.load_pending([1], due_after=None, due_until=T0 + DAY)] == [
         second
     ]
+
+
+def fenced(schedule: ScheduleRecord, fence: Fence, *, skip: int | None = None) -> Advance:
+    """An advance past the current instance, made by the holder of its partition's lease."""
+    return Advance(
+        schedule,
+        instance(schedule, T0 + DAY),
+        None if skip is None else (skip, "skipped"),
+        fence,
+    )
+
+
+async def assert_refused(store: Store, advance: Advance) -> None:
+    """The advance is refused and writes nothing."""
+    before = await store.get_schedule(advance.schedule.schedule_id)
+    top = await store.max_seq()
+
+    assert await store.advance_schedules([advance]) == [None]
+
+    assert await store.get_schedule(advance.schedule.schedule_id) == before
+    assert await store.max_seq() == top
+    assert await store.get_task(advance.instance.task_id) is None
+    if advance.skip is not None:
+        assert (await get(store, advance.skip[0])).status is Status.PENDING
+
+
+async def test_an_advance_presenting_the_current_lease_succeeds(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+    held = await store.acquire("a", [1], ttl_ms=LONG_TTL)
+
+    (second,) = await store.advance_schedules([fenced(schedule, Fence("a", 1, held[1]))])
+
+    assert second is not None
+    advanced = await store.get_schedule("nightly")
+    assert advanced is not None
+    assert (advanced.current_seq, advanced.previous_seq) == (second, first)
+
+
+async def test_an_advance_presenting_a_stale_epoch_is_refused(store: Store) -> None:
+    schedule, first = await create_schedule(store)
+    old = await store.acquire("a", [1], ttl_ms=LONG_TTL)
+    await store.release("a", old)
+    new = await store.acquire("b", [1], ttl_ms=LONG_TTL)
+    assert new[1] > old[1]
+
+    await assert_refused(store, fenced(schedule, Fence("a", 1, old[1]), skip=first))
+    # The epoch alone is no fence: only its holder may present it.
+    await assert_refused(store, fenced(schedule, Fence("a", 1, new[1])))
+    (second,) = await store.advance_schedules([fenced(schedule, Fence("b", 1, new[1]))])
+    assert second is not None
+
+
+async def test_an_advance_under_an_expired_lease_is_refused(store: Store) -> None:
+    schedule, _ = await create_schedule(store)
+    held = await store.acquire("a", [1], ttl_ms=200)
+
+    await asyncio.sleep(0.3)  # lapsed by the store's clock, though no node took it over
+
+    await assert_refused(store, fenced(schedule, Fence("a", 1, held[1])))
+
+
+async def test_a_fenced_batch_answers_each_advance(store: Store) -> None:
+    kept, _ = await create_schedule(store, "kept", partition=1)
+    lost, _ = await create_schedule(store, "lost", partition=2)
+    held = await store.acquire("a", [1, 2], ttl_ms=LONG_TTL)
+    await store.release("a", {2: held[2]})
+    await store.acquire("b", [2], ttl_ms=LONG_TTL)
+
+    results = await store.advance_schedules(
+        [fenced(lost, Fence("a", 2, held[2])), fenced(kept, Fence("a", 1, held[1]))]
+    )
+
+    assert results[0] is None
+    assert results[1] is not None
+    assert await store.get_schedule("lost") == lost
+    kept_now = await store.get_schedule("kept")
+    assert kept_now is not None and kept_now.current_seq == results[1]
 
 
 async def test_set_schedule_status(store: Store) -> None:
@@ -823,7 +912,9 @@ async def test_set_schedule_status(store: Store) -> None:
     assert await store.get_schedule("nightly") == paused
     assert await store.schedules_of([first]) == {}
     # A resolver still holding the record read before the pause must not advance it.
-    assert await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)]) == [None]
+    assert await store.advance_schedules(
+        [Advance(schedule, instance(schedule, T0 + DAY), None, None)]
+    ) == [None]
     resumed = await store.set_schedule_status("nightly", "active")
     assert resumed is not None
     assert await store.schedules_of([first]) == {first: resumed}
@@ -845,7 +936,9 @@ async def test_history_of_a_schedule_spans_its_instances(store: Store) -> None:
     schedule, first = await create_schedule(store)
     (plain,) = await store.insert_tasks([new_task("plain")])
     await store.finish([success(await claim(store, first), at=T0 + 1)])
-    (second,) = await store.advance_schedules([(schedule, instance(schedule, T0 + DAY), None)])
+    (second,) = await store.advance_schedules(
+        [Advance(schedule, instance(schedule, T0 + DAY), None, None)]
+    )
     assert second is not None
     await store.finish([success(await claim(store, second, now=T0 + DAY), at=T0 + DAY + 1)])
     await store.finish([success(await claim(store, plain), at=T0 + 2)])

@@ -3,13 +3,14 @@
 Each test builds a schedule through TaskService.submit, then plays the trigger engine:
 it hands the current instance to `on_triggered` as the wheel would when the instance
 is released, and checks what reached the queue and what the store holds afterwards.
+The resolver's node holds every partition's lease in the store, as a scheduler would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -32,7 +33,7 @@ from tickwheel.models import (
 )
 from tickwheel.queue.base import ReadyItem
 from tickwheel.queue.memory import MemoryReadyQueue
-from tickwheel.storage.base import Advance, ScheduleStore, Store, TaskFilter
+from tickwheel.storage.base import Advance, Fence, ScheduleStore, Store, TaskFilter
 from tickwheel.storage.sqlite.store import SqliteStore
 
 pytestmark = pytest.mark.timeout(10)
@@ -45,6 +46,7 @@ START_MS = to_ms(datetime(2026, 1, 5, 12, 0, 10, tzinfo=UTC))
 FIRST_DUE_MS = to_ms(datetime(2026, 1, 5, 12, 1, tzinfo=UTC))
 QUEUE, PRIORITY = "cron", 7
 LEASE_MS = 30_000
+NODE = "node-1"
 
 
 def next_minute_after(ms: int, offset_ms: int = 0) -> int:
@@ -60,6 +62,7 @@ class Harness:
     service: TaskService
     resolver: CronResolver
     caplog: pytest.LogCaptureFixture
+    held: dict[int, int]  # partition -> epoch, as the node's leases hold them
     created: list[int] = field(default_factory=list)
 
     async def schedule(
@@ -135,8 +138,22 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
         await store.close()
 
 
+def fences(node_id: str, held: Mapping[int, int]) -> Callable[[int], Fence | None]:
+    """What `PartitionLeases.fence` answers for a node holding `held`."""
+
+    def fence(partition: int) -> Fence | None:
+        epoch = held.get(partition)
+        return None if epoch is None else Fence(node_id, partition, epoch)
+
+    return fence
+
+
 def make_resolver(
-    store: SqliteStore, queue: MemoryReadyQueue, clock: ManualClock, created: list[int]
+    store: SqliteStore,
+    queue: MemoryReadyQueue,
+    clock: ManualClock,
+    created: list[int],
+    fence: Callable[[int], Fence | None],
 ) -> CronResolver:
     return CronResolver(
         store=store,
@@ -144,18 +161,20 @@ def make_resolver(
         queue=queue,
         clock=clock,
         partitions=PARTITIONS,
+        fence=fence,
         on_created=lambda: created.append(clock.now_ms()),
     )
 
 
 @pytest.fixture
-def h(store: SqliteStore, caplog: pytest.LogCaptureFixture) -> Harness:
+async def h(store: SqliteStore, caplog: pytest.LogCaptureFixture) -> Harness:
     clock = ManualClock(START_MS)
     queue = MemoryReadyQueue()
     created: list[int] = []
     service = TaskService(store=store, clock=clock, partitions=PARTITIONS)
-    resolver = make_resolver(store, queue, clock, created)
-    return Harness(store, queue, clock, service, resolver, caplog, created)
+    held = await store.acquire(NODE, range(PARTITIONS), ttl_ms=HOUR_MS)
+    resolver = make_resolver(store, queue, clock, created, fences(NODE, held))
+    return Harness(store, queue, clock, service, resolver, caplog, held, created)
 
 
 # --- on time ------------------------------------------------------------------------
@@ -388,9 +407,11 @@ class _MeetAfterRead:
         return await self._store.advance_schedules(advances)
 
 
-async def test_two_nodes_releasing_concurrently_create_one_successor_and_push_once(
+async def test_two_releases_racing_under_one_lease_create_one_successor_and_push_once(
     h: Harness,
 ) -> None:
+    """The fence cannot tell them apart (a wheel holding an instance twice, or a node
+    that lost and regained the lease): the schedule's compare-and-set does."""
     schedule_id = await h.schedule()
     first = await h.current(schedule_id)
     version = (await h.schedule_record(schedule_id)).version
@@ -404,6 +425,7 @@ async def test_two_nodes_releasing_concurrently_create_one_successor_and_push_on
             queue=queue,
             clock=h.clock,
             partitions=PARTITIONS,
+            fence=fences(NODE, h.held),
             on_created=lambda: created.append(1),
         )
         for queue in queues
@@ -436,6 +458,62 @@ async def test_a_duplicate_in_one_batch_is_still_pushed_and_creates_one_successo
     assert len(await h.instances(schedule_id)) == 2
     pulled = await h.pulled()
     assert {i.seq for i in pulled} == {first.seq}, "the instance never reached the queue"
+
+
+# --- partition leases ---------------------------------------------------------------
+
+
+async def take_over(h: Harness, partition: int) -> dict[int, int]:
+    """Another node takes the partition under a new epoch; `h`'s node has not noticed."""
+    await h.store.release(NODE, {partition: h.held[partition]})
+    taken = await h.store.acquire("node-2", [partition], ttl_ms=HOUR_MS)
+    assert taken[partition] > h.held[partition]
+    return taken
+
+
+async def assert_not_fired(h: Harness, schedule_id: str, before: ScheduleRecord) -> None:
+    assert await h.schedule_record(schedule_id) == before
+    assert [t.seq for t in await h.instances(schedule_id)] == [before.current_seq]
+    assert await h.pulled() == []
+    assert h.created == []
+
+
+async def test_a_node_whose_lease_was_taken_over_neither_advances_nor_pushes(
+    h: Harness,
+) -> None:
+    schedule_id = await h.schedule()
+    first = await h.current(schedule_id)
+    before = await h.schedule_record(schedule_id)
+    taken = await take_over(h, first.partition)
+
+    await h.release(first, now_ms=first.due_ms + 5)
+
+    await assert_not_fired(h, schedule_id, before)
+    # The new owner's release of the same instance goes through.
+    created: list[int] = []
+    owner = make_resolver(h.store, h.queue, h.clock, created, fences("node-2", taken))
+    await owner.on_triggered(
+        [(Route(first.seq, QUEUE, PRIORITY, True), first.due_ms)], h.clock.now_ms()
+    )
+    assert [i.seq for i in await h.pulled()] == [first.seq]
+    assert len(await h.instances(schedule_id)) == 2
+    assert created
+
+
+async def test_a_node_no_longer_holding_the_partition_leaves_the_instance_to_its_owner(
+    h: Harness,
+) -> None:
+    schedule_id = await h.schedule()
+    first = await h.current(schedule_id)
+    before = await h.schedule_record(schedule_id)
+    await take_over(h, first.partition)
+    del h.held[first.partition]  # the node has noticed since its wheel released the instance
+
+    with h.caplog.at_level(logging.INFO, logger="tickwheel.engine.schedules"):
+        await h.release(first, now_ms=first.due_ms + 5)
+
+    await assert_not_fired(h, schedule_id, before)
+    assert "next owner fires it" in h.caplog.text
 
 
 # --- cancelled schedules ------------------------------------------------------------

@@ -3,9 +3,10 @@
 Every partition is triggered by exactly one node at a time: the one holding its lease
 in the store. The store's clock decides expiry. Every renewal also records the
 partition's trigger watermark, fenced by the epoch, so a node whose lease was taken
-over learns it on its next write and stops triggering that partition at once. If a
-renewal cannot reach the store, the node stops triggering before its leases could
-have expired, since another node may take them then.
+over learns it on its next write and stops triggering that partition at once; until
+then, the cron advances it makes for the partition present the epoch (`fence`) and are
+refused. If a renewal cannot reach the store, the node stops triggering before its
+leases could have expired, since another node may take them then.
 
 With several scheduler nodes (`balance`), each heartbeats in the store and wants the
 partitions that rendezvous hashing gives it among the nodes alive: every node computes
@@ -24,7 +25,7 @@ from collections.abc import Collection, Sequence
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
-from tickwheel.storage.base import LeaseStore
+from tickwheel.storage.base import Fence, LeaseStore
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,12 @@ class PartitionLeases:
             self._drop_if_lapsed()
             await wait_event(self._changed, interval)
             self._changed.clear()
+
+    def fence(self, partition: int) -> Fence | None:
+        """The lease this node believes it holds on `partition`, for a write made for the
+        partition to present; None when it holds none."""
+        epoch = self.held.get(partition)
+        return None if epoch is None else Fence(self.node_id, partition, epoch)
 
     def poke(self) -> None:
         """Partitions were given back or a node joined: look for our share now."""

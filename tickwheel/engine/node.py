@@ -115,14 +115,6 @@ class Node:
             on_cron=self._on_cron,
             horizon_seconds=s.horizon_seconds,
         )
-        self.cron = CronResolver(
-            store=self.store,
-            tasks=self.store,
-            queue=self.queue,
-            clock=self.clock,
-            partitions=partitions,
-            on_created=self.trigger.poke,
-        )
         self.leases = PartitionLeases(
             store=self.store,
             trigger=self.trigger,
@@ -130,6 +122,15 @@ class Node:
             node_id=self.node_id,
             ttl_seconds=s.partition_lease_seconds,
             balance=s.balance_partitions,
+        )
+        self.cron = CronResolver(
+            store=self.store,
+            tasks=self.store,
+            queue=self.queue,
+            clock=self.clock,
+            partitions=partitions,
+            fence=self.leases.fence,  # advances are fenced by the fired instance's lease
+            on_created=self.trigger.poke,
         )
         self.resolver = DependencyResolver(
             store=self.store, clock=self.clock, on_unblocked=self.trigger.poke

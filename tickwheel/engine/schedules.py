@@ -1,15 +1,17 @@
 """The cron resolver: when a schedule's instance is triggered, create the next one.
 
 A schedule keeps exactly one future instance. Advancing it is a compare-and-set on
-the schedule's version, so two nodes releasing the same instance (a lease handover)
-create one next instance, not two. Misfire and overlap policies are applied here.
+the schedule's version, so two releases of the same instance create one next instance,
+not two; and it presents this node's lease on the fired instance's partition, so a node
+whose lease was taken over (and has not noticed yet) advances nothing and pushes
+nothing. Misfire and overlap policies are applied here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from tickwheel.clock import Clock, to_datetime, to_ms
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy, next_fire
@@ -17,7 +19,7 @@ from tickwheel.engine.routing import Route
 from tickwheel.ids import new_id, partition_of
 from tickwheel.models import WORKFLOW_TASK_TYPE, NewTask, ScheduleRecord, ScheduleType, Status
 from tickwheel.queue.base import ReadyItem, ReadyQueue
-from tickwheel.storage.base import Advance, ScheduleStore, TaskStore
+from tickwheel.storage.base import Advance, Fence, ScheduleStore, TaskStore
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ class CronResolver:
         queue: ReadyQueue,
         clock: Clock,
         partitions: int,
+        fence: Callable[[int], Fence | None],
         on_created: Callable[[], None],
     ) -> None:
         self._store = store
@@ -66,6 +69,7 @@ class CronResolver:
         self._queue = queue
         self._clock = clock
         self._partitions = partitions
+        self._fence = fence  # the lease this node holds on a partition, if any
         self._on_created = on_created
 
     async def on_triggered(self, instances: Sequence[tuple[Route, int]], now_ms: int) -> None:
@@ -87,6 +91,7 @@ class CronResolver:
         # A wheel may hold an instance twice; both copies would race for one advance.
         instances = list({route.seq: (route, due) for route, due in instances}.values())
         schedules = await self._store.schedules_of([route.seq for route, _ in instances])
+        fences = await self._fences(schedules)
         busy = await self._still_running(schedules.values())
         advances: list[Advance] = []
         released: list[ReadyItem] = []
@@ -96,32 +101,71 @@ class CronResolver:
             if schedule is None:
                 released.append(item)  # not current any more: the claim decides
                 continue
-            late = now_ms - due_ms > MISFIRE_GRACE_MS
-            misfire = MisfirePolicy(schedule.misfire_policy)
-            skip = None
-            if late and misfire is MisfirePolicy.SKIP:
-                skip = (route.seq, "skipped: misfired after downtime (misfire_policy skip)")
-            elif schedule.overlap_policy == OverlapPolicy.SKIP and schedule.previous_seq in busy:
-                skip = (route.seq, "skipped: the previous instance was still running")
-            # After downtime run once (or not at all), then carry on from now; RUN_ALL
-            # walks through every missed slot instead.
-            after = due_ms if not late or misfire is MisfirePolicy.RUN_ALL else now_ms
-            try:
-                nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
-            except ValueError:  # an expression that never fires again ends its schedule
-                log.exception("schedule %s has no next fire time", schedule.schedule_id)
-                released.append(item)
+            fence = fences.get(route.seq)
+            if fence is None:  # the lease was lost since the wheel released the instance
+                log.info(
+                    "instance %d not fired here: its partition's next owner fires it", route.seq
+                )
                 continue
-            advances.append((schedule, nxt, skip))
-            if skip is None:
+            advance = self._advance_past(schedule, route.seq, due_ms, now_ms, busy, fence)
+            if advance is not None:
+                advances.append(advance)
+            if advance is None or advance.skip is None:
                 released.append(item)
+        await self._commit(advances, released)
+
+    async def _commit(self, advances: Sequence[Advance], released: Sequence[ReadyItem]) -> None:
+        """Advance the schedules, then push the instances whose advance was not refused."""
         results = await self._store.advance_schedules(advances) if advances else []
         lost = {
-            s.current_seq for (s, _, _), seq in zip(advances, results, strict=True) if seq is None
+            a.schedule.current_seq for a, seq in zip(advances, results, strict=True) if seq is None
         }
+        if lost:
+            log.info(
+                "instances %s not pushed: their schedule had moved on, or this node's lease"
+                " on their partition was stale",
+                lost,
+            )
         await self._queue.push([i for i in released if i.seq not in lost])
-        if advances:
-            self._on_created()
+        if len(lost) < len(advances):
+            self._on_created()  # a next instance to load
+
+    def _advance_past(
+        self,
+        schedule: ScheduleRecord,
+        seq: int,
+        due_ms: int,
+        now_ms: int,
+        busy: set[int],
+        fence: Fence,
+    ) -> Advance | None:
+        """The advance past instance `seq`, or None when the schedule never fires again."""
+        late = now_ms - due_ms > MISFIRE_GRACE_MS
+        misfire = MisfirePolicy(schedule.misfire_policy)
+        skip = None
+        if late and misfire is MisfirePolicy.SKIP:
+            skip = (seq, "skipped: misfired after downtime (misfire_policy skip)")
+        elif schedule.overlap_policy == OverlapPolicy.SKIP and schedule.previous_seq in busy:
+            skip = (seq, "skipped: the previous instance was still running")
+        # After downtime run once (or not at all), then carry on from now; RUN_ALL
+        # walks through every missed slot instead.
+        after = due_ms if not late or misfire is MisfirePolicy.RUN_ALL else now_ms
+        try:
+            nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
+        except ValueError:  # an expression that never fires again ends its schedule
+            log.exception("schedule %s has no next fire time", schedule.schedule_id)
+            return None
+        return Advance(schedule, nxt, skip, fence)
+
+    async def _fences(self, schedules: Mapping[int, ScheduleRecord]) -> dict[int, Fence]:
+        """Instance seq -> the lease on its partition that its advance presents, for the
+        instances of partitions this node still holds."""
+        if not schedules:
+            return {}
+        fences = {
+            t.seq: self._fence(t.partition) for t in await self._tasks.get_tasks(list(schedules))
+        }
+        return {seq: fence for seq, fence in fences.items() if fence is not None}
 
     async def _still_running(self, schedules: Iterable[ScheduleRecord]) -> set[int]:
         previous = [

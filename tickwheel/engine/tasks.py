@@ -41,7 +41,7 @@ from tickwheel.models import (
     TaskOptions,
     TaskRecord,
 )
-from tickwheel.storage.base import Held, Store, TaskFilter
+from tickwheel.storage.base import Advance, Held, Store, TaskFilter
 
 MAX_CANCEL_RACES = 5
 MAX_PAYLOAD_DEPTH = 64
@@ -498,7 +498,8 @@ class TaskService:
             raise Conflict(f"schedule {schedule_id} is cancelled, not paused")
         now = self._clock.now_ms()
         nxt = instance_of(active, first_due_ms(active, now), now, self._partitions)
-        if (await self._store.advance_schedules([(active, nxt, None)]))[0] is None:
+        # A user's request, served by any node: no partition owner's write, so no fence.
+        if (await self._store.advance_schedules([Advance(active, nxt, None, None)]))[0] is None:
             raise Conflict(f"schedule {schedule_id} changed meanwhile; try again")
         self._on_committed()
         return await self.get(schedule_id)

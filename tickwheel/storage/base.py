@@ -53,8 +53,23 @@ class Held(NamedTuple):
     task_id: str
 
 
-# (schedule, its next instance, (seq, reason) of an instance to skip or None)
-Advance = tuple[ScheduleRecord, NewTask, tuple[int, str] | None]
+class Fence(NamedTuple):
+    """A partition's lease as its holder knows it. A write made for the partition
+    presents it, and the store refuses the write unless this node still holds the
+    lease with this epoch and it has not expired by the store's clock."""
+
+    node_id: str
+    partition: int
+    epoch: int
+
+
+class Advance(NamedTuple):
+    schedule: ScheduleRecord
+    instance: NewTask  # the schedule's next instance
+    skip: tuple[int, str] | None  # (seq, reason) of an instance to skip
+    # The lease on the fired instance's partition; None for a user's own request (resume),
+    # which no partition owner makes.
+    fence: Fence | None
 
 
 class TaskStore(Protocol):
@@ -207,10 +222,11 @@ class ScheduleStore(Protocol):
         ...
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
-        """For each (schedule, next instance, skip): if the schedule's version still holds,
-        insert the next instance and make it current. A skip (seq, reason) cancels that
-        instance with the reason, and the previous instance stays the one an overlap
-        check looks at. Returns the new seq, or None where the compare-and-set lost."""
+        """For each advance: if the schedule's version still holds and so does its fence
+        (when given), insert the next instance and make it current. A skip (seq, reason)
+        cancels that instance with the reason, and the previous instance stays the one an
+        overlap check looks at. Returns the new seq, or None where the compare-and-set
+        lost or the fence was stale; such an advance writes nothing."""
         ...
 
     async def set_schedule_status(

@@ -296,6 +296,12 @@ RETURNING partition;
 -- name: watermarks
 SELECT partition, watermark FROM partition_leases;
 
+-- name: holding_fences
+SELECT l.owner, l.partition, l.epoch FROM partition_leases AS l
+JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS f (fowner, fpartition, fepoch)
+  ON l.partition = f.fpartition AND l.owner = f.fowner AND l.epoch = f.fepoch
+WHERE l.expires_at >= $4;
+
 -- name: redrive
 UPDATE tasks
 SET status = 'pending', version = version + 1, attempts = 0, due_time = $3, mark = $4,

@@ -38,7 +38,15 @@ from tickwheel.models import (
     WorkflowRecord,
 )
 from tickwheel.storage import rows as convert
-from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
+from tickwheel.storage.base import (
+    Advance,
+    Fence,
+    Held,
+    News,
+    Propagated,
+    TaskFilter,
+    TokenRecord,
+)
 from tickwheel.storage.named_queries import TASK_COLUMNS, load
 from tickwheel.storage.plans import (
     Dependencies,
@@ -387,7 +395,11 @@ class PostgresStore:
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
         async def work(db: Db) -> list[int | None]:
-            return [await _advance(db, schedule, nxt, skip) for schedule, nxt, skip in advances]
+            held = await _holding(db, {a.fence for a in advances if a.fence is not None})
+            return [
+                await _advance(db, a) if a.fence is None or a.fence in held else None
+                for a in advances
+            ]
 
         return await self._transaction(work)
 
@@ -715,12 +727,22 @@ async def _finish(db: Db, finishes: Sequence[Finish]) -> list[bool]:
     return ends.answers({r[0] for r in written}, repeats)
 
 
-async def _advance(
-    db: Db, schedule: ScheduleRecord, nxt: NewTask, skip: tuple[int, str] | None
-) -> int | None:
+async def _holding(db: Db, fences: Collection[Fence]) -> set[Fence]:
+    """Those of `fences` whose lease still holds by the server's clock. Read without a
+    row lock, which could deadlock with a renewal locking the leases in another order:
+    a takeover committed meanwhile is harmless, as the schedule's compare-and-set still
+    admits one advance."""
+    if not fences:
+        return set()
+    now = await db.fetchval(q("now_ms"))
+    found = await db.fetch(q("holding_fences"), *_columns(list(fences), 3), now)
+    return {Fence(r[0], r[1], r[2]) for r in found}
+
+
+async def _advance(db: Db, advance: Advance) -> int | None:
+    s, nxt, skip, _ = advance
     async with db.transaction():  # a savepoint: a lost compare-and-set undoes its insert
         (seq,) = await _insert_task_rows(db, [convert.task_params(nxt)])
-        s = schedule
         advanced = await db.execute(
             q("advance_schedule"), seq, s.schedule_id, s.version, skip is not None
         )

@@ -293,6 +293,10 @@ WHERE partition = :partition AND owner = :node AND epoch = :epoch AND expires_at
 -- name: watermarks
 SELECT partition, watermark FROM partition_leases;
 
+-- name: fence_holds
+SELECT 1 FROM partition_leases
+WHERE partition = :partition AND owner = :node_id AND epoch = :epoch AND expires_at >= :now;
+
 -- name: redrive
 -- A failed task back to pending, due now, with its attempts reset; a new mark so the
 -- loader of its partition finds it.

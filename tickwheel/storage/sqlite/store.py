@@ -26,7 +26,15 @@ from tickwheel.models import (
     WorkflowRecord,
 )
 from tickwheel.storage import rows as convert
-from tickwheel.storage.base import Advance, Held, News, Propagated, TaskFilter, TokenRecord
+from tickwheel.storage.base import (
+    Advance,
+    Fence,
+    Held,
+    News,
+    Propagated,
+    TaskFilter,
+    TokenRecord,
+)
 from tickwheel.storage.plans import (
     Dependencies,
     Ends,
@@ -310,7 +318,10 @@ class SqliteStore:
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
         def work(db: sqlite3.Connection) -> list[int | None]:
-            return [_advance(db, schedule, nxt, skip) for schedule, nxt, skip in advances]
+            held = _holding(db, {a.fence for a in advances if a.fence is not None})
+            return [
+                _advance(db, a) if a.fence is None or a.fence in held else None for a in advances
+            ]
 
         return await self._writer.transaction(work, acknowledged=False)
 
@@ -594,9 +605,20 @@ def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
     return ends.answers({row[0] for row in written}, repeats)
 
 
-def _advance(
-    db: sqlite3.Connection, schedule: ScheduleRecord, nxt: NewTask, skip: tuple[int, str] | None
-) -> int | None:
+def _holding(db: sqlite3.Connection, fences: Collection[Fence]) -> set[Fence]:
+    """Those of `fences` whose lease still holds by the database's clock."""
+    if not fences:
+        return set()
+    now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+    return {
+        fence
+        for fence in fences
+        if db.execute(q("fence_holds"), {**fence._asdict(), "now": now}).fetchone()
+    }
+
+
+def _advance(db: sqlite3.Connection, advance: Advance) -> int | None:
+    schedule, nxt, skip, _ = advance
     (seq,) = _insert_task_rows(db, [convert.task_params(nxt)])
     params = {
         "next_seq": seq,
