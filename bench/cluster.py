@@ -129,7 +129,9 @@ class LocalCluster:
         return [r[0] for r in rows]
 
     async def row_writes(self) -> int:
-        await asyncio.sleep(2)  # backends report their counts within a second or so
+        # A busy backend reports its counts at most every second and an idle one within
+        # 10 s (PostgreSQL 15's PGSTAT_IDLE_INTERVAL): wait that out, or the counts lag.
+        await asyncio.sleep(11)
         rows = await self.sql(
             "SELECT COALESCE(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)"
             " FROM pg_stat_user_tables WHERE schemaname = $1",
