@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install up cluster test lint bench clean services
+.PHONY: install up cluster test lint bench clean services browser
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,10 @@ cluster: $(STAMP) services
 services:
 	@scripts/services.sh
 
-test: $(STAMP) services
+browser:
+	@scripts/browser.sh
+
+test: $(STAMP) services browser
 	$(BIN)/pytest -q
 
 lint: $(STAMP)

@@ -39,3 +39,17 @@ def require(service: str) -> str:
     if os.environ.get("TICKWHEEL_REQUIRE_SERVICES") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+CHROMIUM = os.environ.get("TICKWHEEL_TEST_CHROMIUM", "/usr/bin/chromium")
+
+
+def chromium() -> str:
+    """Debian's Chromium for the browser tests (`make test` installs it), or skip (fail,
+    in CI) the test."""
+    if os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    reason = f"!!! no Chromium at {CHROMIUM}: the browser tests did NOT run !!!"
+    if os.environ.get("TICKWHEEL_REQUIRE_SERVICES") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -10,6 +10,8 @@ from starlette.types import ASGIApp
 
 from tickwheel.api import errors
 from tickwheel.api.auth import Tokens, auth_error
+from tickwheel.api.dashboard_routes import router as dashboard_router
+from tickwheel.api.dashboard_routes import static_files
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.routes import router
 from tickwheel.api.worker_routes import router as worker_router
@@ -21,8 +23,12 @@ from tickwheel.errors import Forbidden, Unauthorized
 BODY_OVERHEAD_BYTES = 64 * 1024
 
 
-def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
-    """The API for `node`; with `manage_node` the app starts and stops the node itself."""
+def create_app(
+    node: Node, *, manage_node: bool = True, exiting: Callable[[], bool] = lambda: False
+) -> ASGIApp:
+    """The API for `node`; with `manage_node` the app starts and stops the node itself.
+    `exiting` tells long-lived responses (the dashboard's streams) to end: the server
+    is shutting down."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -41,6 +47,8 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
         lifespan=lifespan,
     )
     app.state.node = node
+    app.state.exiting = exiting
+    app.state.streams = 0
     app.state.tokens = Tokens(lambda: node.store)
     errors.install(app)
     app.add_exception_handler(Unauthorized, auth_error)
@@ -48,6 +56,8 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     app.include_router(router)
     app.include_router(worker_router)
     app.include_router(workflow_router)
+    app.include_router(dashboard_router)
+    app.mount("/static", static_files(), name="static")
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,

@@ -16,10 +16,9 @@ from dataclasses import replace
 from typing import Annotated
 
 import typer
-import uvicorn
 
-from tickwheel.api.app import create_app
 from tickwheel.cli.local_cluster import local_cluster
+from tickwheel.cli.serving import serve
 from tickwheel.cli.up import load_app
 from tickwheel.config import Role, Settings, env
 from tickwheel.engine.node import Node
@@ -65,16 +64,8 @@ def api(
     settings = _settings(log_level)
     settings = replace(settings, host=host or settings.host, port=port or settings.port)
     node = Node(settings=settings, roles=frozenset({Role.API}))
-    config = uvicorn.Config(
-        create_app(node),
-        host=settings.host,
-        port=settings.port,
-        log_level=log_level.lower(),
-        access_log=False,
-        timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
-    )
     typer.echo(f"Tickwheel API listening on http://{settings.host}:{settings.port}")
-    uvicorn.Server(config).run()
+    serve(node, log_level=log_level)
 
 
 def scheduler(log_level: LOG_LEVEL = "info") -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 
-from tickwheel.api.app import create_app
+from tickwheel.cli.serving import serve
 from tickwheel.config import Settings, env
 from tickwheel.engine.node import Node
 from tickwheel.storage.factory import open_store
@@ -159,16 +158,8 @@ def up(
         )
         raise typer.Exit(2)
     node = Node(settings=settings, app=load_app(app) if app else None, run_worker=worker)
-    config = uvicorn.Config(
-        create_app(node),
-        host=host,
-        port=port,
-        log_level=log_level.lower(),
-        access_log=False,
-        timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
-    )
     typer.echo(f"Tickwheel listening on http://{host}:{port} (store: {database_url})")
-    uvicorn.Server(config).run()
+    serve(node, log_level=log_level)
 
 
 def load_app(spec: str) -> App:

@@ -1,0 +1,259 @@
+// One function per page: each renders into `root` and returns a refresh function that
+// the live stream calls (with the latest stats) to update the page in place.
+import { api } from "./api.js";
+import { areaChart } from "./charts.js";
+import { fields, h, statusBadge, table, when } from "./dom.js";
+import { workflowGraph } from "./graph.js";
+
+const STATES = ["pending", "blocked", "waiting", "running", "succeeded", "failed",
+  "cancelled", "upstream_failed"];
+const SERIES = [["triggered", "#5f7fd1"], ["started", "#2b59c3"], ["succeeded", "#2f8f4e"],
+  ["failed", "#c23b32"]];
+
+const go = (hash) => { location.hash = hash; };
+const ms = (value) => (value === null || value === undefined ? "–" : `${Math.round(value)} ms`);
+
+// -- overview ----------------------------------------------------------------
+
+export function overview(root) {
+  root.append(h("h1", {}, "Overview"), h("div", { id: "overview" }, h("p", { class: "muted" }, "Waiting for the first update…")));
+  return (stats) => {
+    if (!stats) return;
+    const perSecond = (name) => stats.series[name].at(-2) ?? 0;  // the last whole second
+    document.getElementById("overview").replaceChildren(
+      h("div", { class: "cards", id: "counts" }, STATES.map((state) =>
+        h("a", { class: "card", href: `#/tasks?status=${state}`, dataset: { state } },
+          h("div", { class: "n" }, (stats.counts[state] ?? 0).toLocaleString()),
+          h("div", { class: "k" }, state)))),
+      h("h2", {}, "Last 15 minutes, per second"),
+      h("div", { class: "charts" }, SERIES.map(([name, color]) =>
+        h("div", { class: "panel chart", dataset: { series: name } },
+          h("div", { class: "k" }, h("span", {}, name), h("span", {}, `${perSecond(name)}/s`)),
+          areaChart(stats.series[name], { color, label: `${name} per second` })))),
+      h("div", { class: "two" },
+        h("div", {},
+          h("h2", {}, "Lateness, last minute"),
+          table(["", "p50", "p99", "samples"], ["trigger", "start"].map((kind) => {
+            const l = stats.lateness_ms[kind];
+            return h("tr", { dataset: { lateness: kind } }, h("td", {}, kind),
+              h("td", { class: "num" }, ms(l.p50)), h("td", { class: "num" }, ms(l.p99)),
+              h("td", { class: "num" }, l.samples));
+          }))),
+        h("div", {},
+          h("h2", {}, "Ready queues"),
+          table(["queue", "depth"], Object.entries(stats.queues).map(([queue, depth]) =>
+            h("tr", {}, h("td", {}, queue), h("td", { class: "num" }, depth.toLocaleString())))),
+          h("h2", {}, "Admission"),
+          fields([
+            ["submissions", stats.admission.admitting ? "admitted" : "refused (429)"],
+            ["backlog", stats.admission.backlog.toLocaleString()],
+            ["drain", `${stats.admission.drain_per_second.toFixed(0)} tasks/s`],
+            ["time to drain", stats.admission.seconds_to_drain === null ? "–" : `${stats.admission.seconds_to_drain.toFixed(1)} s`],
+            ["wheel", `${stats.wheel_size.toLocaleString()} tasks on ${stats.partitions_owned} partitions here`],
+          ]))));
+  };
+}
+
+// -- tasks -------------------------------------------------------------------
+
+function taskRow(task) {
+  return h("tr", { class: "link", dataset: { taskId: task.task_id }, onclick: () => go(`#/task/${task.task_id}`) },
+    h("td", {}, h("code", {}, task.task_id)), h("td", {}, task.task_type),
+    h("td", {}, statusBadge(task.status)), h("td", {}, task.queue),
+    h("td", {}, when(task.due_time)), h("td", { class: "num" }, task.attempts),
+    h("td", { class: "muted" }, task.last_error ?? ""));
+}
+
+const TASK_COLUMNS = ["id", "type", "status", "queue", "due", "attempts", "last error"];
+
+export function tasks(root, params) {
+  const filters = h("form", { class: "filters", onsubmit: (event) => {
+    event.preventDefault();
+    const query = new URLSearchParams();
+    for (const [key, value] of new FormData(event.target)) if (value) query.append(key, value);
+    go(`#/tasks?${query}`);
+  } },
+    h("label", {}, "status", h("select", { name: "status" }, h("option", { value: "" }, "any"),
+      STATES.map((s) => h("option", { value: s, selected: params.get("status") === s }, s)))),
+    h("label", {}, "type", h("input", { name: "task_type", value: params.get("task_type") ?? "", size: 14 })),
+    h("label", {}, "queue", h("input", { name: "queue", value: params.get("queue") ?? "", size: 10 })),
+    h("label", {}, "created after", h("input", { name: "created_after", type: "datetime-local", value: params.get("created_after") ?? "" })),
+    h("label", {}, "created before", h("input", { name: "created_before", type: "datetime-local", value: params.get("created_before") ?? "" })),
+    h("label", {}, "id or idempotency key", h("input", { name: "q", value: params.get("q") ?? "", size: 28 })),
+    h("button", { class: "primary", type: "submit" }, "Filter"));
+  const body = h("div", {});
+  root.append(h("h1", {}, "Tasks"), filters, body);
+  const pages = [null];  // the token of each page seen, for "newer"
+  const query = () => {
+    const found = Object.fromEntries(params);
+    for (const key of ["created_after", "created_before"]) {
+      if (found[key]) found[key] = new Date(found[key]).toISOString();
+    }
+    return found;
+  };
+  const refresh = async () => {
+    const page = await api("/api/tasks", { params: { ...query(), limit: 50, next_token: pages.at(-1) } });
+    body.replaceChildren(
+      table(TASK_COLUMNS, page.tasks.map(taskRow)),
+      page.tasks.length ? "" : h("p", { class: "muted" }, "No task matches."),
+      h("div", { class: "pager" },
+        h("button", { disabled: pages.length === 1, onclick: () => { pages.pop(); refresh(); } }, "Newer"),
+        h("button", { disabled: !page.next_token, onclick: () => { pages.push(page.next_token); refresh(); } }, "Older")));
+  };
+  return refresh;
+}
+
+export function task(root, params, id) {
+  const body = h("div", {});
+  root.append(h("h1", {}, "Task ", h("code", {}, id)), body);
+  return async () => {
+    const [t, history] = await Promise.all([
+      api(`/api/tasks/${encodeURIComponent(id)}`),
+      api(`/api/tasks/${encodeURIComponent(id)}/history`, { params: { limit: 100 } }),
+    ]);
+    const act = async (action) => {
+      try { await action(); } catch (error) { showError(error); }
+    };
+    const cron = t.schedule.type === "cron";
+    body.replaceChildren(
+      h("div", { class: "actions" },
+        ["pending", "blocked", "waiting", "running"].includes(t.status) || cron
+          ? h("button", { class: "danger", id: "cancel", onclick: () => act(() => api(`/api/tasks/${encodeURIComponent(id)}`, { method: "DELETE" })) }, "Cancel")
+          : "",
+        ["failed", "upstream_failed", "cancelled"].includes(t.status)
+          ? h("button", { class: "primary", id: "redrive", onclick: () => act(() => api("/api/tasks/redrive", { method: "POST", body: { task_ids: [id] } })) }, "Re-drive")
+          : ""),
+      h("div", { class: "two" },
+        h("div", { class: "panel" }, fields([
+          ["status", statusBadge(t.status)], ["type", t.task_type], ["queue", t.queue],
+          ["priority", t.priority], ["attempts", `${t.attempts} of ${t.max_retries + 1}`],
+          ["fence", t.fence], ["worker", t.worker_id], ["due", when(t.due_time)],
+          ["created", when(t.created_at)], ["triggered", when(t.triggered_at)],
+          ["started", when(t.started_at)], ["completed", when(t.completed_at)],
+          ["lease until", when(t.lease_expires_at)], ["idempotency key", t.idempotency_key],
+          ["ordering key", t.ordering_key], ["last error", t.last_error],
+        ])),
+        h("div", { class: "panel" }, fields([
+          ["schedule", t.schedule.type], ["cron", t.schedule.cron_expression],
+          ["timezone", t.schedule.timezone], ["jitter", t.schedule.jitter_seconds === null ? undefined : `${t.schedule.jitter_seconds} s`],
+          ["schedule status", t.schedule.schedule_status],
+          ["current instance", t.current_instance_id ? h("a", { href: `#/task/${t.current_instance_id}` }, t.current_instance_id) : undefined],
+        ]), h("h2", {}, "Payload"), h("pre", {}, JSON.stringify(t.payload, null, 2)))),
+      h("h2", {}, "Attempts"),
+      table(["attempt", "worker", "started", "ended", "outcome", "error", "fence"],
+        history.executions.map((e) => h("tr", { dataset: { outcome: e.outcome } },
+          h("td", { class: "num" }, e.attempt), h("td", {}, e.worker_id ?? ""),
+          h("td", {}, when(e.started_at)), h("td", {}, when(e.ended_at)),
+          h("td", {}, statusBadge(e.outcome)), h("td", { class: "muted" }, e.error ?? ""),
+          h("td", { class: "num" }, e.fence)))));
+  };
+}
+
+// -- schedules, workflows, nodes, dead letters -------------------------------------
+
+export function schedules(root) {
+  const body = h("div", {});
+  root.append(h("h1", {}, "Schedules"), body);
+  return async () => {
+    const page = await api("/api/schedules", { params: { limit: 200 } });
+    const toggle = (s) => async () => {
+      try {
+        await api(`/api/tasks/${encodeURIComponent(s.schedule_id)}/${s.status === "paused" ? "resume" : "pause"}`, { method: "POST" });
+      } catch (error) { showError(error); }
+    };
+    body.replaceChildren(table(
+      ["schedule", "type", "cron", "jitter", "next fire", "last outcome", "status", ""],
+      page.schedules.map((s) => h("tr", { dataset: { scheduleId: s.schedule_id } },
+        h("td", {}, h("a", { href: `#/task/${s.schedule_id}` }, h("code", {}, s.schedule_id))),
+        h("td", {}, s.task_type), h("td", {}, h("code", {}, s.cron_expression), " ", h("span", { class: "muted" }, s.timezone)),
+        h("td", { class: "num" }, `${s.jitter_seconds} s`), h("td", {}, when(s.next_fire_time)),
+        h("td", {}, s.last_outcome ? statusBadge(s.last_outcome.status) : h("span", { class: "muted" }, "none yet")),
+        h("td", {}, statusBadge(s.status)),
+        h("td", {}, h("button", { onclick: toggle(s) }, s.status === "paused" ? "Resume" : "Pause"))))));
+  };
+}
+
+export function workflows(root) {
+  const body = h("div", {});
+  root.append(h("h1", {}, "Workflows"), body);
+  return async () => {
+    const page = await api("/api/workflows", { params: { limit: 100 } });
+    body.replaceChildren(table(["workflow", "name", "status", "tasks", "created"],
+      page.workflows.map((w) => h("tr", { class: "link", onclick: () => go(`#/workflow/${w.workflow_id}`) },
+        h("td", {}, h("code", {}, w.workflow_id)), h("td", {}, w.name), h("td", {}, statusBadge(w.status)),
+        h("td", { class: "num" }, w.task_count), h("td", {}, when(w.created_at))))));
+  };
+}
+
+export function workflow(root, params, id) {
+  const body = h("div", {});
+  root.append(h("h1", {}, "Workflow ", h("code", {}, id)), body);
+  return async () => {
+    const w = await api(`/api/workflows/${encodeURIComponent(id)}`);
+    body.replaceChildren(
+      fields([["name", w.name], ["status", statusBadge(w.status)], ["created", when(w.created_at)],
+        ["tasks", Object.entries(w.counts).map(([s, n]) => `${n} ${s}`).join(", ")]]),
+      h("div", { class: "actions" }, ["running"].includes(w.status)
+        ? h("button", { class: "danger", onclick: async () => {
+          try { await api(`/api/workflows/${encodeURIComponent(id)}`, { method: "DELETE" }); } catch (error) { showError(error); }
+        } }, "Cancel workflow") : ""),
+      h("div", { class: "graph" }, workflowGraph(w.tasks, (t) => go(`#/task/${t.task_id}`))));
+  };
+}
+
+export function nodes(root) {
+  const body = h("div", {});
+  root.append(h("h1", {}, "Workers and scheduler nodes"), body);
+  return async () => {
+    const found = await api("/api/nodes");
+    body.replaceChildren(
+      h("h2", {}, "Scheduler nodes"),
+      table(["node", "partitions", "last heartbeat"], found.schedulers.map((s) =>
+        h("tr", { dataset: { nodeId: s.node_id } }, h("td", {}, h("code", {}, s.node_id)),
+          h("td", { class: "num" }, `${s.partitions.length}: ${s.partitions.map((p) => p.partition).join(", ")}`),
+          h("td", {}, when(s.last_heartbeat))))),
+      h("h2", {}, "Workers"),
+      table(["worker", "queues", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
+        h("tr", { dataset: { workerId: w.worker_id } }, h("td", {}, h("code", {}, w.worker_id)),
+          h("td", {}, w.queues.join(", ")), h("td", { class: "num" }, w.inflight),
+          h("td", { class: "num" }, w.concurrency), h("td", {}, when(w.last_heartbeat))))));
+  };
+}
+
+export function dead(root) {
+  const body = h("div", {});
+  const selected = new Set();
+  const redrive = async (ids) => {
+    try {
+      await api("/api/tasks/redrive", { method: "POST", body: { task_ids: ids } });
+      selected.clear();
+    } catch (error) { showError(error); }
+  };
+  root.append(h("h1", {}, "Dead letters"), body);
+  return async () => {
+    const page = await api("/api/tasks", { params: { status: "failed", limit: 100 } });
+    body.replaceChildren(
+      h("div", { class: "actions" },
+        h("button", { class: "primary", id: "redrive-selected", onclick: () => selected.size && redrive([...selected]) }, "Re-drive selected"),
+        h("button", { id: "redrive-all", disabled: !page.tasks.length, onclick: () => redrive(page.tasks.map((t) => t.task_id)) }, "Re-drive all shown")),
+      table(["", "id", "type", "attempts", "failed at", "error", ""], page.tasks.map((t) =>
+        h("tr", { dataset: { taskId: t.task_id } },
+          h("td", {}, h("input", { type: "checkbox", checked: selected.has(t.task_id), onchange: (e) => {
+            if (e.target.checked) selected.add(t.task_id); else selected.delete(t.task_id);
+          } })),
+          h("td", {}, h("a", { href: `#/task/${t.task_id}` }, h("code", {}, t.task_id))),
+          h("td", {}, t.task_type), h("td", { class: "num" }, t.attempts),
+          h("td", {}, when(t.completed_at)), h("td", { class: "muted" }, t.last_error ?? ""),
+          h("td", {}, h("button", { onclick: () => redrive([t.task_id]) }, "Re-drive"))))),
+      page.tasks.length ? "" : h("p", { class: "muted" }, "No dead letters."));
+  };
+}
+
+// -- errors --------------------------------------------------------------------
+
+export function showError(error) {
+  const box = document.getElementById("error");
+  box.textContent = error.message;
+  box.hidden = false;
+  if (error.status === 401 || error.status === 403) document.getElementById("token-form").hidden = false;
+}
