@@ -54,6 +54,7 @@ class Settings:
     max_ready_depth: int = 1_000_000
     max_drain_seconds: float = 300.0
     shutdown_grace_seconds: float = 30.0
+    max_streams: int = 64  # dashboard event streams open at once on this node
     node_id: str | None = None
 
     def from_env(self, environ: dict[str, str] | None = None) -> Settings:

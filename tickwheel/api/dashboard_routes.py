@@ -22,7 +22,6 @@ from tickwheel.api.auth import Scope, needs
 from tickwheel.errors import Overloaded
 
 STATIC = resources.files("tickwheel.dashboard").joinpath("static")
-MAX_STREAMS = 64
 STREAM_INTERVAL_SECONDS = 1.0
 
 router = APIRouter()
@@ -47,7 +46,7 @@ async def dashboard() -> FileResponse:
 async def stream(request: Request) -> StreamingResponse:
     """Server-Sent Events: a `stats` event every second (the body of `/api/stats`)."""
     state = request.app.state
-    if state.streams >= MAX_STREAMS:
+    if state.streams >= state.node.settings.max_streams:
         raise Overloaded(5, "too many dashboard streams are open")
     state.streams += 1
     return StreamingResponse(
