@@ -137,9 +137,12 @@ DECLARE
     dropped  integer := 0;
 BEGIN
     PERFORM pg_advisory_xact_lock(7421002);
-    -- A drop waits for the readers and writers of tasks: give up rather than stall them.
-    PERFORM set_config('lock_timeout', '2s', true);
+    -- A drop waits for the readers and writers of tasks: give up (until the next pass)
+    -- rather than stall them.
+    PERFORM set_config('lock_timeout', '500ms', true);
     FOR expired IN SELECT * FROM task_ranges WHERE sealed_at < cutoff ORDER BY lower LOOP
+        -- Locked before the check, so nothing (a re-drive) revives a task in between.
+        EXECUTE format('LOCK TABLE tasks_r%s IN ACCESS EXCLUSIVE MODE', expired.lower / span);
         CONTINUE WHEN EXISTS (
             SELECT 1 FROM tasks
             WHERE seq >= expired.lower AND seq < expired.upper
