@@ -11,6 +11,7 @@ from starlette.types import ASGIApp
 from tickwheel.api import errors
 from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.limits import BodyLimit
+from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
 from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.api.workflow_routes import router as workflow_router
@@ -48,6 +49,7 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     app.include_router(router)
     app.include_router(worker_router)
     app.include_router(workflow_router)
+    app.include_router(ops_router)
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,
