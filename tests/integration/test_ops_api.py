@@ -111,6 +111,8 @@ async def test_task_pages_stay_stable_while_tasks_arrive(api: httpx.AsyncClient)
     [
         ({"created_after": "2026-01-01T00:00:00"}, "created_after"),  # no time zone
         ({"created_before": "yesterday"}, "created_before"),
+        ({"created_before": "0.5"}, "created_before"),  # not a Unix time
+        ({"created_after": "1767225600"}, "created_after"),
         (
             {"created_after": "2026-01-02T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"},
             "created_before",
@@ -119,6 +121,8 @@ async def test_task_pages_stay_stable_while_tasks_arrive(api: httpx.AsyncClient)
         ({"q": "x" * 257}, "q"),
         ({"queue": ""}, "queue"),
         ({"queue": "q" * 65}, "queue"),
+        ({"queue": "no spaces"}, "queue"),
+        ({"q": "nul\x00"}, "q"),
         ({"limit": 501}, "limit"),
         ({"next_token": "forged"}, "next_token"),
     ],

@@ -6,17 +6,18 @@ import base64
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
-from pydantic import AwareDatetime
 
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.schemas import (
+    NAME_PATTERN,
     BatchIn,
     BatchOut,
     CancelledOut,
     ErrorOut,
     HealthOut,
     HistoryPage,
+    IsoDatetime,
     PriorityIn,
     QueuesOut,
     RedriveIn,
@@ -181,16 +182,21 @@ async def list_tasks(
     request: Request,
     status: Annotated[list[Status] | None, Query(max_length=len(Status))] = None,
     task_type: Annotated[str | None, Query(max_length=128)] = None,
-    queue: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    queue: Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME_PATTERN)] = None,
     created_after: Annotated[
-        AwareDatetime | None, Query(description="Created at or after (ISO 8601, with a zone)")
+        IsoDatetime | None, Query(description="Created at or after (ISO 8601, with a zone)")
     ] = None,
     created_before: Annotated[
-        AwareDatetime | None, Query(description="Created before (ISO 8601, with a zone)")
+        IsoDatetime | None, Query(description="Created before (ISO 8601, with a zone)")
     ] = None,
     q: Annotated[
         str | None,
-        Query(min_length=1, max_length=256, description="An exact task id or idempotency key"),
+        Query(
+            min_length=1,
+            max_length=256,
+            pattern=r"^[^\x00]+$",  # PostgreSQL's text holds no NUL, so no key has one
+            description="An exact task id or idempotency key",
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     next_token: Annotated[str | None, Query(max_length=64)] = None,

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     field_validator,
@@ -35,6 +36,19 @@ from tickwheel.models import (
 StrictInt = Annotated[int, StrictValues()]
 StrictFloat = Annotated[float, StrictValues()]  # an integer is still a number
 StrictBool = Annotated[bool, StrictValues()]
+
+
+def _not_a_number(value: Any) -> Any:
+    """A time in a query is ISO 8601: pydantic would also read a number as a Unix time."""
+    if isinstance(value, int | float) or (
+        isinstance(value, str) and re.fullmatch(r"\s*[+-]?[\d.]+(e[+-]?\d+)?\s*", value, re.I)
+    ):
+        raise ValueError("an ISO 8601 date and time with a time zone, not a number")
+    return value
+
+
+# A time given in a query string, such as `created_after`.
+IsoDatetime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
 
 MAX_BATCH_TASKS = 10_000
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)

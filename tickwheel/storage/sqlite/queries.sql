@@ -349,7 +349,8 @@ LIMIT :limit;
 -- costs no index of its own. Invariant: every seq below lo was created before :at,
 -- every seq from hi on at or after it.
 WITH RECURSIVE b (lo, hi) AS (
-    SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) + 1 FROM tasks
+    -- Each bound on its own, so that each is one end of the primary key.
+    SELECT COALESCE((SELECT MIN(seq) FROM tasks), 0), COALESCE((SELECT MAX(seq) FROM tasks), 0) + 1
     UNION ALL
     SELECT
         CASE WHEN (SELECT created_at FROM tasks WHERE seq >= (lo + hi) / 2 AND seq < hi
