@@ -26,8 +26,17 @@ from tickwheel.models import (
     TaskOptions,
     TaskRecord,
     WheelEntry,
+    WorkflowRecord,
 )
-from tickwheel.storage.base import Advance, Fence, Store, TaskFilter
+from tickwheel.storage.base import (
+    Advance,
+    Fence,
+    InstanceBrief,
+    Page,
+    Store,
+    TaskFilter,
+    WorkerBeat,
+)
 
 if TYPE_CHECKING:
     from conftest import Stores
@@ -1312,3 +1321,206 @@ async def test_a_dependent_inserted_while_its_predecessor_ends_is_told(
         while (await store.propagate(T0 + 2)).more:
             pass
         assert {(await get(store, d)).status for d in dependents} == {Status.PENDING}
+
+
+# -- operators' reads ----------------------------------------------------------
+
+
+def created(name: object, at: int, **kwargs: Any) -> NewTask:
+    return replace(new_task(name, **kwargs), created_ms=at)
+
+
+async def listed_ids(store: Store, where: TaskFilter, before: int | None = None) -> list[str]:
+    return [r.task_id for r in await store.list_tasks(where, before_seq=before, limit=100)]
+
+
+async def test_list_tasks_by_queue(store: Store) -> None:
+    await store.insert_tasks(
+        [new_task("a", options=OPTIONS), new_task("b"), new_task("c", options=OPTIONS)]
+    )
+
+    assert await listed_ids(store, TaskFilter(queue="emails")) == ["task-c", "task-a"]
+    assert await listed_ids(store, TaskFilter(queue="default")) == ["task-b"]
+    assert await listed_ids(store, TaskFilter(queue="emails", task_type="other")) == []
+
+
+async def test_list_tasks_created_in_a_range_is_half_open(store: Store) -> None:
+    # In several inserts, as tasks arrive: seqs follow creation time.
+    for minute in range(10):
+        await store.insert_tasks([created(f"{minute}-{i}", T0 + minute * 60_000) for i in range(3)])
+
+    def between(after: int | None, before: int | None) -> TaskFilter:
+        return TaskFilter(created_after_ms=after, created_before_ms=before)
+
+    got = await listed_ids(store, between(T0 + 2 * 60_000, T0 + 5 * 60_000))
+    assert got == [f"task-{m}-{i}" for m in (4, 3, 2) for i in (2, 1, 0)]
+    assert len(await listed_ids(store, between(T0 + 7 * 60_000, None))) == 9
+    assert len(await listed_ids(store, between(None, T0 + 60_000))) == 3
+    assert len(await listed_ids(store, between(T0 + 30_000, T0 + 60_001))) == 3
+    assert await listed_ids(store, between(T0 + 10 * 60_000, None)) == []
+    assert await listed_ids(store, between(None, T0)) == []
+    assert await listed_ids(store, between(T0 + 5 * 60_000, T0 + 5 * 60_000)) == []
+
+
+async def test_list_tasks_created_in_a_range_pages_and_combines(store: Store) -> None:
+    for minute in range(6):
+        await store.insert_tasks(
+            [
+                created(f"{minute}-{i}", T0 + minute * 60_000, task_type=f"t{i % 2}")
+                for i in range(4)
+            ]
+        )
+    where = TaskFilter(created_after_ms=T0 + 60_000, created_before_ms=T0 + 4 * 60_000)
+
+    seen: list[str] = []
+    before: int | None = None
+    while True:
+        page = await store.list_tasks(where, before_seq=before, limit=5)
+        seen += [r.task_id for r in page]
+        if len(page) < 5:
+            break
+        before = page[-1].seq
+
+    assert seen == [f"task-{m}-{i}" for m in (3, 2, 1) for i in (3, 2, 1, 0)]
+    typed = await listed_ids(store, replace(where, task_type="t1"))
+    assert typed == [f"task-{m}-{i}" for m in (3, 2, 1) for i in (3, 1)]
+
+
+async def test_list_tasks_created_in_a_range_of_an_empty_store(store: Store) -> None:
+    where = TaskFilter(created_after_ms=T0, created_before_ms=T0 + DAY)
+    assert await listed_ids(store, where) == []
+
+
+async def test_list_tasks_by_id_or_idempotency_key(store: Store) -> None:
+    await store.insert_tasks([keyed("a", "order-1"), new_task("b"), keyed("c", "order-2")])
+    await store.insert_tasks([replace(keyed("d", "order-1"), task_type="other")])
+
+    assert await listed_ids(store, TaskFilter(q="task-b")) == ["task-b"]
+    assert await listed_ids(store, TaskFilter(q="order-1")) == ["task-d", "task-a"]
+    assert await listed_ids(store, TaskFilter(q="order-1", task_type="noop")) == ["task-a"]
+    assert await listed_ids(store, TaskFilter(q="nothing")) == []
+
+
+async def test_list_workflows_newest_first_with_their_tasks_counted(store: Store) -> None:
+    for name, at in (("w1", T0), ("w2", T0 + 1), ("w3", T0 + 1)):
+        tasks = [replace(new_task(f"{name}-{i}"), workflow_id=name) for i in range(3)]
+        assert await store.insert_workflow(WorkflowRecord(name, f"flow {name}", at), tasks)
+    (seq,) = [
+        r.seq for r in await store.list_tasks(TaskFilter(q="task-w3-0"), before_seq=None, limit=1)
+    ]
+    await store.finish([success(await claim(store, seq), at=T0 + 2)])
+
+    first = await store.list_workflows(before=None, limit=2)
+
+    assert [w.record for w in first] == [
+        WorkflowRecord("w3", "flow w3", T0 + 1),
+        WorkflowRecord("w2", "flow w2", T0 + 1),
+    ]
+    assert first[0].counts == {Status.SUCCEEDED: 1, Status.PENDING: 2}
+    assert first[1].counts == {Status.PENDING: 3}
+    rest = await store.list_workflows(before=Page(T0 + 1, "w2"), limit=2)
+    assert [w.record.workflow_id for w in rest] == ["w1"]
+    assert await store.list_workflows(before=Page(T0, "w1"), limit=2) == []
+
+
+async def test_list_schedules_with_their_current_and_previous_instance(store: Store) -> None:
+    nightly, first = await create_schedule(store, "nightly")
+    (second,) = await store.advance_schedules(
+        [Advance(nightly, instance(nightly, T0 + DAY), None, None)]
+    )
+    assert second is not None
+    await store.finish([success(await claim(store, first), at=T0 + 5)])
+    await create_schedule(store, "paused")
+    await store.set_schedule_status("paused", "paused")
+    await create_schedule(store, "gone")
+    await store.set_schedule_status("gone", "cancelled")
+
+    everything = await store.list_schedules(
+        statuses={"active", "paused", "cancelled"}, before=None, limit=10
+    )
+    active = await store.list_schedules(statuses={"active"}, before=None, limit=10)
+
+    # All made at T0: newest first falls back on the id, descending.
+    assert [s.schedule.schedule_id for s in everything] == ["paused", "nightly", "gone"]
+    (summary,) = active
+    assert summary.schedule == await store.get_schedule("nightly")
+    assert summary.current == InstanceBrief(f"nightly@{T0 + DAY}", Status.PENDING, T0 + DAY, None)
+    assert summary.previous == InstanceBrief(f"nightly@{T0}", Status.SUCCEEDED, T0, T0 + 5)
+    assert everything[0].previous is None
+    below = await store.list_schedules(
+        statuses={"active", "paused"}, before=Page(T0, "paused"), limit=10
+    )
+    assert [s.schedule.schedule_id for s in below] == ["nightly"]
+
+
+async def test_scheduler_nodes_and_lease_holders_alive_by_the_stores_clock(store: Store) -> None:
+    await store.heartbeat("a", ttl_ms=LONG_TTL)
+    await store.heartbeat("gone", ttl_ms=-1)
+    held = await store.acquire("a", [0, 1], ttl_ms=LONG_TTL)
+    await store.acquire("b", [2], ttl_ms=LONG_TTL)
+    await store.acquire("lapsed", [3], ttl_ms=-1)
+
+    nodes = await store.scheduler_nodes()
+    holders = await store.lease_holders()
+
+    assert [n.node_id for n in nodes] == ["a"]
+    assert [(h.partition, h.owner, h.epoch) for h in holders] == [
+        (0, "a", held[0]),
+        (1, "a", held[1]),
+        (2, "b", 1),
+    ]
+    assert all(h.expires_ms == holders[0].expires_ms for h in holders[:2])
+    assert nodes[0].expires_ms >= holders[0].expires_ms - LONG_TTL
+
+
+async def test_workers_alive_with_their_running_tasks(store: Store) -> None:
+    home = WorkerBeat("w1", "in_process", ("default", "emails"), 8)
+    await store.worker_seen(home, ttl_ms=LONG_TTL)
+    await store.worker_seen(WorkerBeat("w2", "http", ("reports",), None), ttl_ms=LONG_TTL)
+    await store.worker_seen(WorkerBeat("w3", "http", ("x",), None), ttl_ms=-1)  # lapsed
+    a, b, c = await store.insert_tasks([new_task(i) for i in "abc"])
+    await claim(store, a, worker="w1")
+    await claim(store, b, worker="w1")
+    await store.finish([success(await claim(store, c, worker="w2"), at=T0 + 1)])
+
+    w1, w2 = await store.live_workers()
+
+    assert (w1.worker_id, w1.kind, w1.queues, w1.concurrency, w1.inflight) == (
+        "w1",
+        "in_process",
+        ("default", "emails"),
+        8,
+        2,
+    )
+    assert (w2.worker_id, w2.kind, w2.queues, w2.concurrency, w2.inflight) == (
+        "w2",
+        "http",
+        ("reports",),
+        None,
+        0,
+    )
+    assert w1.started_ms == w1.seen_ms and w1.expires_ms == w1.seen_ms + LONG_TTL
+
+
+async def test_a_worker_report_keeps_its_start_and_queues_until_it_lapses(store: Store) -> None:
+    await store.worker_seen(WorkerBeat("w", "http", ("a", "b"), None), ttl_ms=LONG_TTL)
+    (first,) = await store.live_workers()
+    await asyncio.sleep(0.01)
+    await store.worker_seen(WorkerBeat("w", "http", None, None), ttl_ms=LONG_TTL)  # a heartbeat
+    (again,) = await store.live_workers()
+    assert (again.started_ms, again.queues) == (first.started_ms, ("a", "b"))
+    assert again.seen_ms > first.seen_ms
+
+    await store.worker_seen(WorkerBeat("w", "http", None, None), ttl_ms=-1)  # lapsed
+    assert await store.live_workers() == []
+    await asyncio.sleep(0.01)
+    await store.worker_seen(WorkerBeat("w", "http", ("c",), None), ttl_ms=LONG_TTL)
+    (back,) = await store.live_workers()
+    assert back.started_ms > first.started_ms and back.queues == ("c",)
+
+
+async def test_a_worker_that_leaves_is_gone_at_once(store: Store) -> None:
+    await store.worker_seen(WorkerBeat("w", "in_process", ("default",), 4), ttl_ms=LONG_TTL)
+    await store.worker_left("w")
+    await store.worker_left("never-seen")
+    assert await store.live_workers() == []

@@ -8,10 +8,12 @@ import uuid
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 from services import require
 
 from tickwheel import App, TaskContext, Workflow
+from tickwheel.api.app import create_app
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
 from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
@@ -284,3 +286,45 @@ async def test_a_bulk_insert_refreshes_the_planner_statistics(database_url: str)
 
 async def analyze_count_above(database_url: str, count: int) -> bool:
     return await analyze_count(database_url) > count
+
+
+async def test_the_nodes_route_shows_two_schedulers_and_a_worker(database_url: str) -> None:
+    schedulers = [
+        Node(settings=scheduler_settings(database_url, name, 5), run_worker=False)
+        for name in ("a", "b")
+    ]
+    worker = Node(
+        settings=Settings(database_url=database_url, node_id="w", queues=("default", "mail")),
+        roles=frozenset({Role.WORKER}),
+    )
+    for node in (*schedulers, worker):
+        await node.start()
+    transport = httpx.ASGITransport(app=create_app(schedulers[0], manage_node=False))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://tw") as api:
+            seen: dict[str, Any] = {}
+
+            async def shared_and_seen() -> bool:
+                seen["held"] = [dict(node.leases.held) for node in schedulers]
+                seen["shown"] = shown = (await api.get("/api/nodes")).json()
+                listed = [
+                    {p["partition"]: p["epoch"] for p in n["partitions"]}
+                    for n in shown["schedulers"]
+                ]
+                # Settled: each holds its share, as the node itself sees it.
+                split = sum(map(len, seen["held"])) == 32 and all(seen["held"])
+                return split and listed == seen["held"] and bool(shown["workers"])
+
+            await until(shared_and_seen)
+    finally:
+        for node in (worker, *schedulers):
+            await node.stop()
+
+    shown, held = seen["shown"], seen["held"]
+    a, b = shown["schedulers"]
+    assert (a["node_id"], b["node_id"]) == ("a", "b")
+    assert a["heartbeat_expires_at"] is not None and b["heartbeat_expires_at"] is not None
+    assert set(held[0]) | set(held[1]) == set(range(32))
+    assert shown["unowned_partitions"] == []
+    (w,) = shown["workers"]
+    assert (w["worker_id"], w["kind"], w["queues"]) == ("w", "in_process", ["default", "mail"])

@@ -13,6 +13,7 @@ from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.dashboard_routes import router as dashboard_router
 from tickwheel.api.dashboard_routes import static_files
 from tickwheel.api.limits import BodyLimit
+from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
 from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.api.workflow_routes import router as workflow_router
@@ -56,6 +57,7 @@ def create_app(
     app.include_router(router)
     app.include_router(worker_router)
     app.include_router(workflow_router)
+    app.include_router(ops_router)
     app.include_router(dashboard_router)
     app.mount("/static", static_files(), name="static")
     return BodyLimit(

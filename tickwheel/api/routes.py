@@ -10,12 +10,14 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.schemas import (
+    NAME_PATTERN,
     BatchIn,
     BatchOut,
     CancelledOut,
     ErrorOut,
     HealthOut,
     HistoryPage,
+    IsoDatetime,
     PriorityIn,
     QueuesOut,
     RedriveIn,
@@ -26,6 +28,7 @@ from tickwheel.api.schemas import (
     TaskOut,
     TaskPage,
 )
+from tickwheel.clock import to_ms
 from tickwheel.engine.node import Node
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
@@ -179,10 +182,37 @@ async def list_tasks(
     request: Request,
     status: Annotated[list[Status] | None, Query(max_length=len(Status))] = None,
     task_type: Annotated[str | None, Query(max_length=128)] = None,
+    queue: Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME_PATTERN)] = None,
+    created_after: Annotated[
+        IsoDatetime | None, Query(description="Created at or after (ISO 8601, with a zone)")
+    ] = None,
+    created_before: Annotated[
+        IsoDatetime | None, Query(description="Created before (ISO 8601, with a zone)")
+    ] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=256,
+            pattern=r"^[^\x00]+$",  # PostgreSQL's text holds no NUL, so no key has one
+            description="An exact task id or idempotency key",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     next_token: Annotated[str | None, Query(max_length=64)] = None,
 ) -> TaskPage:
-    where = TaskFilter(statuses=tuple(status or ()), task_type=task_type)
+    """Tasks, newest first; every filter given must hold. Paging goes down the order of
+    submission, so tasks submitted meanwhile never shift a page."""
+    if created_after and created_before and created_before < created_after:
+        raise InvalidRequest("created_before", "must not be before created_after")
+    where = TaskFilter(
+        statuses=tuple(status or ()),
+        task_type=task_type,
+        queue=queue,
+        created_after_ms=to_ms(created_after) if created_after else None,
+        created_before_ms=to_ms(created_before) if created_before else None,
+        q=q,
+    )
     found, cursor = await node_of(request).service.list_tasks(
         where, before_seq=decode_token(next_token), limit=limit
     )

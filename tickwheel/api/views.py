@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from fastapi import Response
 
 from tickwheel.api.schemas import (
     ExecutionOut,
+    InstanceOut,
+    NodesOut,
+    PartitionLeaseOut,
     RetryBackoffOut,
     ScheduleIn,
     ScheduleOut,
+    SchedulerNodeOut,
+    ScheduleSummaryOut,
     SubmittedOut,
     TaskIn,
     TaskOut,
+    WorkerOut,
     WorkflowIn,
     WorkflowNodeOut,
     WorkflowOut,
+    WorkflowSummaryOut,
 )
 from tickwheel.clock import to_datetime, to_ms
 from tickwheel.core.cron import CronSpec
 from tickwheel.engine.node import Node
+from tickwheel.engine.operations import ClusterView, workflow_status
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskView
 from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
-from tickwheel.models import ExecutionRecord, ScheduleType
+from tickwheel.models import ExecutionRecord, ScheduleType, Status
+from tickwheel.storage.base import InstanceBrief, ScheduleSummary, WorkflowSummary
 
 
 def task_request(body: TaskIn, node: Node) -> TaskRequest:
@@ -171,4 +182,87 @@ def _node_out(node: NodeView) -> WorkflowNodeOut:
         started_at=to_datetime(r.started_ms),
         completed_at=to_datetime(r.completed_ms),
         last_error=r.last_error,
+    )
+
+
+def _at(ms: int) -> datetime:
+    moment = to_datetime(ms)
+    assert moment is not None
+    return moment
+
+
+def schedule_summary_out(summary: ScheduleSummary) -> ScheduleSummaryOut:
+    s, current = summary.schedule, summary.current
+    upcoming = s.status == "active" and current is not None and current.status is Status.PENDING
+    return ScheduleSummaryOut(
+        schedule_id=s.schedule_id,
+        task_type=s.task_type,
+        cron_expression=s.cron_expression,
+        timezone=s.timezone,
+        jitter_seconds=s.jitter_seconds,
+        status=s.status,
+        queue=s.options.queue,
+        priority=s.options.priority,
+        misfire_policy=s.misfire_policy,
+        overlap_policy=s.overlap_policy,
+        created_at=_at(s.created_ms),
+        next_fire_time=_at(current.due_ms) if upcoming and current else None,
+        current_instance_id=current.task_id if current else None,
+        last_run=_instance_out(summary.previous),
+    )
+
+
+def _instance_out(instance: InstanceBrief | None) -> InstanceOut | None:
+    if instance is None:
+        return None
+    return InstanceOut(
+        task_id=instance.task_id,
+        status=str(instance.status),
+        due_time=_at(instance.due_ms),
+        ended_at=to_datetime(instance.completed_ms),
+    )
+
+
+def workflow_summary_out(summary: WorkflowSummary) -> WorkflowSummaryOut:
+    w = summary.record
+    return WorkflowSummaryOut(
+        workflow_id=w.workflow_id,
+        name=w.name,
+        status=workflow_status(summary),
+        created_at=_at(w.created_ms),
+        task_count=sum(summary.counts.values()),
+        counts={str(status): n for status, n in summary.counts.items()},
+    )
+
+
+def nodes_out(view: ClusterView) -> NodesOut:
+    return NodesOut(
+        partition_count=view.partition_count,
+        unowned_partitions=view.unowned,
+        schedulers=[
+            SchedulerNodeOut(
+                node_id=n.node_id,
+                heartbeat_expires_at=to_datetime(n.heartbeat_expires_ms),
+                partitions=[
+                    PartitionLeaseOut(
+                        partition=h.partition, epoch=h.epoch, lease_expires_at=_at(h.expires_ms)
+                    )
+                    for h in n.leases
+                ],
+            )
+            for n in view.schedulers
+        ],
+        workers=[
+            WorkerOut(
+                worker_id=w.worker_id,
+                kind=w.kind,
+                queues=list(w.queues),
+                inflight=w.inflight,
+                concurrency=w.concurrency,
+                started_at=_at(w.started_ms),
+                last_heartbeat_at=_at(w.seen_ms),
+                expires_at=_at(w.expires_ms),
+            )
+            for w in view.workers
+        ],
     )

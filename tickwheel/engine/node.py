@@ -169,6 +169,7 @@ class Node:
             worker_id=self.node_id,
             queues=s.queues,
             concurrency=s.concurrency,
+            registry=self.store,
         )
         # The engine's own tasks (launches of recurring workflows) run here even when
         # this node runs no worker for users' tasks.

@@ -12,24 +12,31 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Protocol
 
 from tickwheel.clock import Clock
 from tickwheel.engine import attempts
 from tickwheel.engine.dispatch import Dispatcher
+from tickwheel.engine.presence import Sightings
 from tickwheel.errors import StaleFence, TaskNotFound
 from tickwheel.models import ClaimedTask, Outcome, Status, TaskRecord
 from tickwheel.queue.base import ReadyItem, ReadyQueue
-from tickwheel.storage.base import TaskStore
+from tickwheel.storage.base import TaskStore, WorkerStore
+
+
+class RemoteStore(TaskStore, WorkerStore, Protocol):
+    pass
 
 
 class RemoteWorkers:
     def __init__(
-        self, *, store: TaskStore, queue: ReadyQueue, dispatcher: Dispatcher, clock: Clock
+        self, *, store: RemoteStore, queue: ReadyQueue, dispatcher: Dispatcher, clock: Clock
     ) -> None:
         self._store = store
         self._queue = queue
         self._dispatcher = dispatcher
         self._clock = clock
+        self._sightings = Sightings(store=store, clock=clock)
 
     async def claim(
         self,
@@ -41,6 +48,7 @@ class RemoteWorkers:
         wait_seconds: float,
     ) -> list[ClaimedTask]:
         """Claim up to `max_tasks` due tasks, waiting up to `wait_seconds` for the first."""
+        await self._sightings.seen(worker_id, queues)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:
@@ -70,6 +78,8 @@ class RemoteWorkers:
         record = await self._running(task_id, fence)
         if await self._dispatcher.heartbeat({record.seq: fence}):
             raise StaleFence(f"fence {fence} of task {task_id} is stale")
+        if record.worker_id is not None:
+            await self._sightings.seen(record.worker_id)
         return self._clock.now_ms() + self._dispatcher.lease_ms
 
     async def complete(self, task_id: str, fence: int) -> None:

@@ -30,6 +30,76 @@ class TaskFilter:
     statuses: tuple[Status, ...] = ()
     task_type: str | None = None
     schedule_id: str | None = None
+    queue: str | None = None
+    created_after_ms: int | None = None  # created at or after
+    created_before_ms: int | None = None  # created before
+    # An exact task id or idempotency key: the tasks it names.
+    q: str | None = None
+
+
+class Page(NamedTuple):
+    """Where a page of newest-first rows ordered by (created time, id) ends: the next
+    page starts below it."""
+
+    created_ms: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceBrief:
+    """One instance of a schedule, as a list of schedules shows it."""
+
+    task_id: str
+    status: Status
+    due_ms: int
+    completed_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSummary:
+    schedule: ScheduleRecord
+    current: InstanceBrief | None  # the instance it will fire next (or last made)
+    previous: InstanceBrief | None  # the instance fired before it
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowSummary:
+    record: WorkflowRecord
+    counts: Mapping[Status, int]  # tasks by stored status
+
+
+class SchedulerNode(NamedTuple):
+    node_id: str
+    expires_ms: int  # its heartbeat lapses then, by the store's clock
+
+
+class LeaseHolder(NamedTuple):
+    partition: int
+    owner: str
+    epoch: int
+    expires_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """What a worker says of itself when it reports alive."""
+
+    worker_id: str
+    kind: str  # "in_process" or "http"
+    queues: tuple[str, ...] | None  # None: keep what was said before
+    concurrency: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    worker_id: str
+    kind: str
+    queues: tuple[str, ...]
+    concurrency: int | None
+    inflight: int  # its tasks running now
+    started_ms: int  # first seen alive (since it last stopped)
+    seen_ms: int  # its last report, by the store's clock
+    expires_ms: int
 
 
 class News(StrEnum):
@@ -125,7 +195,13 @@ class TaskStore(Protocol):
     async def list_tasks(
         self, where: TaskFilter, *, before_seq: int | None, limit: int
     ) -> list[TaskRecord]:
-        """Newest first, seqs below `before_seq`."""
+        """Newest first, seqs below `before_seq`. Seqs follow creation time, so a
+        created range is served as a range of seqs."""
+        ...
+
+    async def list_workflows(self, *, before: Page | None, limit: int) -> list[WorkflowSummary]:
+        """Newest first (by created time, then id), below `before`; each with its
+        tasks counted by status, in one aggregate query for the page."""
         ...
 
     async def history(
@@ -236,6 +312,13 @@ class ScheduleStore(Protocol):
         step; the schedule as now stored, or None when there is none or it did not match."""
         ...
 
+    async def list_schedules(
+        self, *, statuses: Collection[str], before: Page | None, limit: int
+    ) -> list[ScheduleSummary]:
+        """Schedules whose status is one of `statuses`, newest first (by created time,
+        then id), below `before`, each with its current and previous instance."""
+        ...
+
 
 class LeaseStore(Protocol):
     async def partitions(self) -> int:
@@ -266,6 +349,28 @@ class LeaseStore(Protocol):
 
     async def leave(self, node_id: str) -> None:
         """This node stops: the others share its partitions at once."""
+        ...
+
+    async def scheduler_nodes(self) -> list[SchedulerNode]:
+        """The scheduler nodes whose heartbeat has not lapsed by the store's clock."""
+        ...
+
+    async def lease_holders(self) -> list[LeaseHolder]:
+        """The partitions leased now (by the store's clock), by partition."""
+        ...
+
+
+class WorkerStore(Protocol):
+    """Workers alive, for operators to see: each reports every few seconds."""
+
+    async def worker_seen(self, beat: WorkerBeat, *, ttl_ms: int) -> None:
+        """The worker is alive for `ttl_ms` more, by the store's clock."""
+        ...
+
+    async def worker_left(self, worker_id: str) -> None: ...
+
+    async def live_workers(self) -> list[WorkerRecord]:
+        """Workers whose report has not lapsed, by id, with their tasks running now."""
         ...
 
 
@@ -308,5 +413,5 @@ class RangedTaskStore(Protocol):
         ...
 
 
-class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, TokenStore, Protocol):
+class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, TokenStore, WorkerStore, Protocol):
     async def close(self) -> None: ...

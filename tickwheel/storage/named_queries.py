@@ -1,7 +1,8 @@
 """Loads a store's named queries from its `queries.sql` (`-- name: NAME` before each).
 
 Both stores name the same columns, so `{task_columns}` and `{schedule_columns}` expand
-to one list each, in the order the row readers expect.
+to one list each, in the order the row readers expect; `{s.schedule_columns}` is the
+latter qualified by the alias `s`, for a query that joins schedules to their tasks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ SCHEDULE_COLUMNS = (
     " overlap_policy, status, version, current_seq, previous_seq, created_at"
 )
 
+_QUALIFIED_SCHEDULE_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SCHEDULE_COLUMNS.split(","))
+
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 
@@ -32,5 +35,6 @@ def load(package: str) -> dict[str, str]:
         name: sql.strip()
         .replace("{task_columns}", TASK_COLUMNS)
         .replace("{schedule_columns}", SCHEDULE_COLUMNS)
+        .replace("{s.schedule_columns}", _QUALIFIED_SCHEDULE_COLUMNS)
         for name, sql in named.items()
     }

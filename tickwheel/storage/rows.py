@@ -16,7 +16,15 @@ from tickwheel.models import (
     Status,
     TaskOptions,
     TaskRecord,
+    WorkflowRecord,
 )
+from tickwheel.storage.base import (
+    InstanceBrief,
+    ScheduleSummary,
+    WorkerRecord,
+    WorkflowSummary,
+)
+from tickwheel.storage.named_queries import SCHEDULE_COLUMNS
 
 
 class Row(Protocol):
@@ -157,4 +165,41 @@ def schedule(r: Row) -> ScheduleRecord:
         current_seq=r[16],
         previous_seq=r[17],
         created_ms=r[18],
+    )
+
+
+def schedule_summary(r: Row) -> ScheduleSummary:
+    """A schedule's columns, then (task_id, status, due, completed) of its current and
+    of its previous instance, null when it has none."""
+    width = len(SCHEDULE_COLUMNS.split(","))
+    return ScheduleSummary(schedule(r), _instance(r, width), _instance(r, width + 4))
+
+
+def _instance(r: Row, at: int) -> InstanceBrief | None:
+    if r[at] is None:
+        return None
+    return InstanceBrief(r[at], Status(r[at + 1]), r[at + 2], r[at + 3])
+
+
+def workflow_summaries(workflows: Sequence[Row], counts: Sequence[Row]) -> list[WorkflowSummary]:
+    """Workflows with their tasks counted by status, from rows of
+    (workflow_id, status, count)."""
+    counted: dict[str, dict[Status, int]] = {w[0]: {} for w in workflows}
+    for c in counts:
+        counted[c[0]][Status(c[1])] = c[2]
+    return [
+        WorkflowSummary(WorkflowRecord(w[0], w[1], w[2], w[3]), counted[w[0]]) for w in workflows
+    ]
+
+
+def worker(r: Row) -> WorkerRecord:
+    return WorkerRecord(
+        worker_id=r[0],
+        kind=r[1],
+        queues=tuple(json.loads(r[2])),
+        concurrency=r[3],
+        started_ms=r[4],
+        seen_ms=r[5],
+        expires_ms=r[6],
+        inflight=r[7],
     )

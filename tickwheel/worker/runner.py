@@ -22,6 +22,7 @@ from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure
 from tickwheel.models import ClaimedTask, Outcome
 from tickwheel.queue.base import ReadyItem, ReadyQueue
+from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
@@ -48,6 +49,8 @@ class Worker:
         batch_size: int = 256,
         poll_seconds: float = 1.0,
         threads: int = 16,
+        registry: WorkerStore | None = None,
+        report_seconds: float = 5.0,
     ) -> None:
         self._app = app
         self._dispatcher = dispatcher
@@ -65,6 +68,10 @@ class Worker:
         self._pulling_done = asyncio.Event()
         self._idle_pull: asyncio.Task[Any] | None = None  # a pull waiting for work, if any
         self._heartbeats: asyncio.Task[None] | None = None
+        # Where this worker says it is alive, for operators to see (None: nowhere).
+        self._registry = registry
+        self._report_seconds = report_seconds
+        self._reports: asyncio.Task[None] | None = None
         self.completed = 0
 
     # -- pulling -------------------------------------------------------------
@@ -73,6 +80,8 @@ class Worker:
         # Heartbeats outlive the pull loop: they keep running tasks' leases alive
         # through a graceful shutdown, and `stop` ends them last.
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
+        if self._registry is not None:
+            self._reports = asyncio.create_task(self._report_loop(self._registry))
         try:
             while not self._stopping:
                 free = self._concurrency - len(self._inflight)
@@ -214,6 +223,30 @@ class Worker:
                     self._revoked.add(seq)
                     entry[1].cancel()
 
+    # -- being seen ----------------------------------------------------------
+
+    async def _report_loop(self, registry: WorkerStore) -> None:
+        """One upsert per interval, whatever the number of tasks."""
+        beat = WorkerBeat(self.worker_id, "in_process", self._queues, self._concurrency)
+        ttl_ms = round(self._report_seconds * 3000)
+        while True:
+            try:
+                await registry.worker_seen(beat, ttl_ms=ttl_ms)
+            except Exception:
+                log.exception("reporting this worker alive failed; retrying")
+            await asyncio.sleep(self._report_seconds)
+
+    async def _stop_reports(self) -> None:
+        if self._reports is None or self._registry is None:
+            return
+        self._reports.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reports
+        try:
+            await self._registry.worker_left(self.worker_id)
+        except Exception:  # its report lapses by itself
+            log.exception("could not record that this worker stopped")
+
     # -- shutdown ------------------------------------------------------------
 
     async def stop(self, grace_seconds: float = 30.0) -> None:
@@ -235,6 +268,7 @@ class Worker:
             self._heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeats
+        await self._stop_reports()
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     @property

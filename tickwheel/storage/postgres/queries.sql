@@ -362,3 +362,89 @@ SELECT tickwheel_roll_task_ranges($1);
 
 -- name: drop_expired_task_ranges
 SELECT tickwheel_drop_expired_task_ranges($1);
+
+-- name: first_seq_created
+-- The first seq created at or after $1. Seqs are handed out in creation order, so the
+-- seqs are bisected, each step a probe of the primary key (of one range): a created
+-- range of tasks costs no index of its own. Invariant: every seq below lo was created
+-- before $1, every seq from hi on at or after it.
+WITH RECURSIVE b (lo, hi) AS (
+    -- Each bound on its own, so that each is one end of the primary key.
+    SELECT COALESCE((SELECT MIN(seq) FROM tasks), 0), COALESCE((SELECT MAX(seq) FROM tasks), 0) + 1
+    UNION ALL
+    SELECT
+        CASE WHEN (SELECT created_at FROM tasks WHERE seq >= (lo + hi) / 2 AND seq < hi
+                   ORDER BY seq LIMIT 1) < $1
+             THEN (SELECT seq FROM tasks WHERE seq >= (lo + hi) / 2 ORDER BY seq LIMIT 1) + 1
+             ELSE lo END,
+        CASE WHEN (SELECT created_at FROM tasks WHERE seq >= (lo + hi) / 2 AND seq < hi
+                   ORDER BY seq LIMIT 1) < $1
+             THEN hi
+             ELSE (lo + hi) / 2 END
+    FROM b WHERE lo < hi
+)
+SELECT lo FROM b WHERE lo >= hi;
+
+-- name: list_workflows
+SELECT workflow_id, name, created_at, request_hash FROM workflows
+WHERE (created_at, workflow_id) < ($1, $2)
+ORDER BY created_at DESC, workflow_id DESC
+LIMIT $3;
+
+-- name: workflow_counts
+SELECT workflow_id, status, COUNT(*) FROM tasks
+WHERE workflow_id = ANY($1::text[])
+GROUP BY workflow_id, status;
+
+-- name: list_schedules
+SELECT {s.schedule_columns},
+       c.task_id, c.status, c.due_time, c.completed_at,
+       p.task_id, p.status, p.due_time, p.completed_at
+FROM schedules AS s
+LEFT JOIN tasks AS c ON c.seq = s.current_seq
+LEFT JOIN tasks AS p ON p.seq = s.previous_seq
+WHERE s.status = ANY($1::text[]) AND (s.created_at, s.schedule_id) < ($2, $3)
+ORDER BY s.created_at DESC, s.schedule_id DESC
+LIMIT $4;
+
+-- name: scheduler_nodes
+SELECT node_id, expires_at FROM scheduler_nodes
+WHERE expires_at >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+ORDER BY node_id;
+
+-- name: lease_holders
+SELECT partition, owner, epoch, expires_at FROM partition_leases
+WHERE owner IS NOT NULL AND expires_at >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+ORDER BY partition;
+
+-- name: worker_seen
+-- A worker that reports again after its report lapsed starts anew.
+INSERT INTO workers (worker_id, kind, queues, concurrency, started_at, seen_at, expires_at)
+SELECT $1, $2, COALESCE($3::text, '[]'), $4::int, n.now, n.now, n.now + $5::bigint
+FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now) AS n
+ON CONFLICT (worker_id) DO UPDATE
+SET kind = excluded.kind,
+    queues = COALESCE($3::text, workers.queues),
+    concurrency = excluded.concurrency,
+    started_at = CASE WHEN workers.expires_at < excluded.seen_at
+                      THEN excluded.seen_at ELSE workers.started_at END,
+    seen_at = excluded.seen_at,
+    expires_at = excluded.expires_at;
+
+-- name: forget_dead_workers
+DELETE FROM workers
+WHERE expires_at < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 3600000;
+
+-- name: worker_left
+DELETE FROM workers WHERE worker_id = $1;
+
+-- name: live_workers
+-- Their tasks running now, counted in one pass over the running tasks.
+SELECT w.worker_id, w.kind, w.queues, w.concurrency, w.started_at, w.seen_at, w.expires_at,
+       COALESCE(r.n, 0)::int
+FROM workers AS w
+LEFT JOIN (
+    SELECT worker_id, COUNT(*) AS n FROM tasks WHERE status = 'running' GROUP BY worker_id
+) AS r ON r.worker_id = w.worker_id
+WHERE w.expires_at >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+ORDER BY w.worker_id;

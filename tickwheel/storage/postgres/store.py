@@ -10,6 +10,7 @@ clock.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -42,11 +43,19 @@ from tickwheel.storage.base import (
     Advance,
     Fence,
     Held,
+    LeaseHolder,
     News,
+    Page,
     Propagated,
+    SchedulerNode,
+    ScheduleSummary,
     TaskFilter,
     TokenRecord,
+    WorkerBeat,
+    WorkerRecord,
+    WorkflowSummary,
 )
+from tickwheel.storage.listing import task_clauses
 from tickwheel.storage.named_queries import TASK_COLUMNS, load
 from tickwheel.storage.plans import (
     Dependencies,
@@ -228,24 +237,36 @@ class PostgresStore:
     async def list_tasks(
         self, where: TaskFilter, *, before_seq: int | None, limit: int
     ) -> list[TaskRecord]:
-        clauses = ["seq < $1"]
-        params: list[Any] = [before_seq if before_seq is not None else NEVER]
-        if where.statuses:
-            params.append([str(s) for s in where.statuses])
-            clauses.append(f"status = ANY(${len(params)}::text[])")
-        if where.task_type is not None:
-            params.append(where.task_type)
-            clauses.append(f"task_type = ${len(params)}")
-        if where.schedule_id is not None:
-            params.append(where.schedule_id)
-            clauses.append(f"schedule_id = ${len(params)}")
-        params.append(limit)
-        sql = (
-            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
-            f" ORDER BY seq DESC LIMIT ${len(params)}"
-        )
-        found = await self._transaction(lambda db: db.fetch(sql, *params))
-        return [convert.task(r) for r in found]
+        async def work(db: Db) -> list[asyncpg.Record]:
+            params: list[Any] = []
+
+            def bind(value: Any) -> str:
+                params.append(value)
+                return f"${len(params)}"
+
+            clauses = task_clauses(
+                where,
+                before_seq=before_seq,
+                seqs_from=await _first_seq_created(db, where.created_after_ms),
+                seqs_below=await _first_seq_created(db, where.created_before_ms),
+                bind=bind,
+            )
+            sql = (
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
+                f" ORDER BY seq DESC LIMIT {bind(limit)}"
+            )
+            return list(await db.fetch(sql, *params))
+
+        return [convert.task(r) for r in await self._transaction(work)]
+
+    async def list_workflows(self, *, before: Page | None, limit: int) -> list[WorkflowSummary]:
+        async def work(db: Db) -> list[WorkflowSummary]:
+            found = await db.fetch(q("list_workflows"), *_below(before), limit)
+            ids = [w[0] for w in found]
+            counts = await db.fetch(q("workflow_counts"), ids) if found else []
+            return convert.workflow_summaries(found, counts)
+
+        return await self._transaction(work)
 
     async def history(
         self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
@@ -410,6 +431,12 @@ class PostgresStore:
         found = await self._fetch("set_schedule_status", schedule_id, status, only)
         return convert.schedule(found[0]) if found else None
 
+    async def list_schedules(
+        self, *, statuses: Collection[str], before: Page | None, limit: int
+    ) -> list[ScheduleSummary]:
+        found = await self._fetch("list_schedules", sorted(statuses), *_below(before), limit)
+        return [convert.schedule_summary(r) for r in found]
+
     # -- API tokens ----------------------------------------------------------
 
     async def create_token(
@@ -489,6 +516,30 @@ class PostgresStore:
     async def watermarks(self) -> dict[int, int]:
         return {r[0]: r[1] for r in await self._fetch("watermarks")}
 
+    async def scheduler_nodes(self) -> list[SchedulerNode]:
+        return [SchedulerNode(*r) for r in await self._fetch("scheduler_nodes")]
+
+    async def lease_holders(self) -> list[LeaseHolder]:
+        return [LeaseHolder(*r) for r in await self._fetch("lease_holders")]
+
+    # -- workers -------------------------------------------------------------
+
+    async def worker_seen(self, beat: WorkerBeat, *, ttl_ms: int) -> None:
+        queues = None if beat.queues is None else json.dumps(list(beat.queues))
+
+        async def work(db: Db) -> None:
+            args = (beat.worker_id, beat.kind, queues, beat.concurrency, ttl_ms)
+            await db.execute(q("worker_seen"), *args)
+            await db.execute(q("forget_dead_workers"))
+
+        await self._transaction(work)
+
+    async def worker_left(self, worker_id: str) -> None:
+        await self._transaction(lambda db: db.execute(q("worker_left"), worker_id))
+
+    async def live_workers(self) -> list[WorkerRecord]:
+        return [convert.worker(r) for r in await self._fetch("live_workers")]
+
 
 # -- migrations ----------------------------------------------------------------
 
@@ -523,6 +574,17 @@ async def migrate(db: Db) -> list[str]:
 
 
 # -- the work of one transaction -----------------------------------------------
+
+
+async def _first_seq_created(db: Db, at_ms: int | None) -> int | None:
+    if at_ms is None:
+        return None
+    return int(await db.fetchval(q("first_seq_created"), at_ms))
+
+
+def _below(before: Page | None) -> tuple[int, str]:
+    """The bound of a newest-first page by (created time, id)."""
+    return (NEVER, "") if before is None else (before.created_ms, before.key)
 
 
 def _changed(status: str) -> bool:

@@ -342,3 +342,85 @@ WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions)) AND due_time < :before
 ORDER BY due_time
 LIMIT :limit;
+
+-- name: first_seq_created
+-- The first seq created at or after :at. Seqs are handed out in creation order, so the
+-- seqs are bisected, each step a probe of the primary key: a created range of tasks
+-- costs no index of its own. Invariant: every seq below lo was created before :at,
+-- every seq from hi on at or after it.
+WITH RECURSIVE b (lo, hi) AS (
+    -- Each bound on its own, so that each is one end of the primary key.
+    SELECT COALESCE((SELECT MIN(seq) FROM tasks), 0), COALESCE((SELECT MAX(seq) FROM tasks), 0) + 1
+    UNION ALL
+    SELECT
+        CASE WHEN (SELECT created_at FROM tasks WHERE seq >= (lo + hi) / 2 AND seq < hi
+                   ORDER BY seq LIMIT 1) < :at
+             THEN (SELECT seq FROM tasks WHERE seq >= (lo + hi) / 2 ORDER BY seq LIMIT 1) + 1
+             ELSE lo END,
+        CASE WHEN (SELECT created_at FROM tasks WHERE seq >= (lo + hi) / 2 AND seq < hi
+                   ORDER BY seq LIMIT 1) < :at
+             THEN hi
+             ELSE (lo + hi) / 2 END
+    FROM b WHERE lo < hi
+)
+SELECT lo FROM b WHERE lo >= hi;
+
+-- name: list_workflows
+SELECT workflow_id, name, created_at, request_hash FROM workflows
+WHERE (created_at, workflow_id) < (:before_created, :before_id)
+ORDER BY created_at DESC, workflow_id DESC
+LIMIT :limit;
+
+-- name: workflow_counts
+SELECT workflow_id, status, COUNT(*) FROM tasks
+WHERE workflow_id IN (SELECT value FROM json_each(?)) AND workflow_id IS NOT NULL
+GROUP BY workflow_id, status;
+
+-- name: list_schedules
+SELECT {s.schedule_columns},
+       c.task_id, c.status, c.due_time, c.completed_at,
+       p.task_id, p.status, p.due_time, p.completed_at
+FROM schedules AS s
+LEFT JOIN tasks AS c ON c.seq = s.current_seq
+LEFT JOIN tasks AS p ON p.seq = s.previous_seq
+WHERE s.status IN (SELECT value FROM json_each(:statuses))
+  AND (s.created_at, s.schedule_id) < (:before_created, :before_id)
+ORDER BY s.created_at DESC, s.schedule_id DESC
+LIMIT :limit;
+
+-- name: scheduler_nodes
+SELECT node_id, expires_at FROM scheduler_nodes WHERE expires_at >= :now ORDER BY node_id;
+
+-- name: lease_holders
+SELECT partition, owner, epoch, expires_at FROM partition_leases
+WHERE owner IS NOT NULL AND expires_at >= :now
+ORDER BY partition;
+
+-- name: worker_seen
+-- A worker that reports again after its report lapsed starts anew.
+INSERT INTO workers (worker_id, kind, queues, concurrency, started_at, seen_at, expires_at)
+VALUES (:worker_id, :kind, COALESCE(:queues, '[]'), :concurrency, :now, :now, :now + :ttl)
+ON CONFLICT (worker_id) DO UPDATE
+SET kind = excluded.kind,
+    queues = COALESCE(:queues, workers.queues),
+    concurrency = excluded.concurrency,
+    started_at = CASE WHEN workers.expires_at < :now THEN :now ELSE workers.started_at END,
+    seen_at = :now,
+    expires_at = excluded.expires_at;
+
+-- name: forget_dead_workers
+DELETE FROM workers WHERE expires_at < :now - 3600000;
+
+-- name: worker_left
+DELETE FROM workers WHERE worker_id = ?;
+
+-- name: live_workers
+-- Their tasks running now, counted in one pass over the running tasks.
+SELECT w.worker_id, w.kind, w.queues, w.concurrency, w.started_at, w.seen_at, w.expires_at,
+       COALESCE(r.n, 0)
+FROM workers AS w
+LEFT JOIN (
+    SELECT worker_id, COUNT(*) AS n FROM tasks WHERE status = 'running' GROUP BY worker_id
+) AS r ON r.worker_id = w.worker_id
+WHERE w.expires_at >= :now
+ORDER BY w.worker_id;

@@ -28,6 +28,10 @@ CREATE TABLE schedules (
     created_at        INTEGER NOT NULL
 );
 
+-- Schedules newest first, of every status or of one.
+CREATE INDEX schedules_created ON schedules (created_at, schedule_id);
+CREATE INDEX schedules_status ON schedules (status, created_at, schedule_id);
+
 CREATE TABLE tasks (
     seq               INTEGER PRIMARY KEY,
     task_id           TEXT NOT NULL UNIQUE,
@@ -79,6 +83,10 @@ CREATE INDEX tasks_workflow ON tasks (workflow_id, seq) WHERE workflow_id IS NOT
 -- The next task of an ordering key: the earliest due one not yet run.
 CREATE INDEX tasks_ordering ON tasks (ordering_key, due_time, seq)
 WHERE ordering_key IS NOT NULL AND status IN ('pending', 'waiting');
+-- Listings by queue and lookups by idempotency key. A created range needs no index:
+-- seqs follow creation time, so it is found by bisecting the seqs.
+CREATE INDEX tasks_queue ON tasks (queue, seq);
+CREATE INDEX tasks_idempotency_key ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 -- One row per attempt, written when the attempt ends.
 CREATE TABLE executions (
@@ -137,6 +145,8 @@ CREATE TABLE workflows (
     request_hash  TEXT
 );
 
+CREATE INDEX workflows_created ON workflows (created_at, workflow_id);
+
 -- A task that waits on others (seed 002 section 8): it runs once every predecessor has
 -- succeeded. The count only grows, by one per edge, never past the total.
 CREATE TABLE task_dependencies (
@@ -183,4 +193,16 @@ END;
 CREATE TABLE scheduler_nodes (
     node_id     TEXT PRIMARY KEY,
     expires_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Workers alive until their report lapses (by the store's clock): the in-process
+-- worker reports every few seconds, a worker over HTTP when it claims or heartbeats.
+CREATE TABLE workers (
+    worker_id    TEXT PRIMARY KEY,
+    kind         TEXT NOT NULL,     -- in_process or http
+    queues       TEXT NOT NULL,     -- a JSON array
+    concurrency  INTEGER,
+    started_at   INTEGER NOT NULL,  -- first report since it was last seen gone
+    seen_at      INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL
 ) WITHOUT ROWID;

@@ -30,11 +30,19 @@ from tickwheel.storage.base import (
     Advance,
     Fence,
     Held,
+    LeaseHolder,
     News,
+    Page,
     Propagated,
+    SchedulerNode,
+    ScheduleSummary,
     TaskFilter,
     TokenRecord,
+    WorkerBeat,
+    WorkerRecord,
+    WorkflowSummary,
 )
+from tickwheel.storage.listing import task_clauses
 from tickwheel.storage.plans import (
     Dependencies,
     Ends,
@@ -147,23 +155,37 @@ class SqliteStore:
     async def list_tasks(
         self, where: TaskFilter, *, before_seq: int | None, limit: int
     ) -> list[TaskRecord]:
-        clauses = ["seq < ?"]
-        params: list[Any] = [before_seq if before_seq is not None else NEVER]
-        if where.statuses:
-            clauses.append(f"status IN ({','.join('?' * len(where.statuses))})")
-            params.extend(str(s) for s in where.statuses)
-        if where.task_type is not None:
-            clauses.append("task_type = ?")
-            params.append(where.task_type)
-        if where.schedule_id is not None:
-            clauses.append("schedule_id = ?")
-            params.append(where.schedule_id)
-        sql = (
-            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
-            " ORDER BY seq DESC LIMIT ?"
-        )
-        rows = await self._reader.run(lambda db: db.execute(sql, [*params, limit]).fetchall())
-        return [convert.task(r) for r in rows]
+        def work(db: sqlite3.Connection) -> list[Any]:
+            params: list[Any] = []
+
+            def bind(value: Any) -> str:
+                params.append(value)
+                return "?"
+
+            clauses = task_clauses(
+                where,
+                before_seq=before_seq,
+                seqs_from=_first_seq_created(db, where.created_after_ms),
+                seqs_below=_first_seq_created(db, where.created_before_ms),
+                bind=bind,
+            )
+            sql = (
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
+                f" ORDER BY seq DESC LIMIT {bind(limit)}"
+            )
+            return db.execute(sql, params).fetchall()
+
+        return [convert.task(r) for r in await self._reader.run(work)]
+
+    async def list_workflows(self, *, before: Page | None, limit: int) -> list[WorkflowSummary]:
+        def work(db: sqlite3.Connection) -> list[WorkflowSummary]:
+            params = {**_below(before), "limit": limit}
+            found = db.execute(q("list_workflows"), params).fetchall()
+            ids = json.dumps([w[0] for w in found])
+            counts = db.execute(q("workflow_counts"), (ids,)).fetchall() if found else []
+            return convert.workflow_summaries(found, counts)
+
+        return await self._reader.run(work)
 
     async def history(
         self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
@@ -339,6 +361,13 @@ class SqliteStore:
 
         return await self._writer.transaction(work)
 
+    async def list_schedules(
+        self, *, statuses: Collection[str], before: Page | None, limit: int
+    ) -> list[ScheduleSummary]:
+        params = {**_below(before), "statuses": json.dumps(sorted(statuses)), "limit": limit}
+        rows = await self._reader.run(lambda db: db.execute(q("list_schedules"), params).fetchall())
+        return [convert.schedule_summary(r) for r in rows]
+
     # -- API tokens ----------------------------------------------------------
 
     async def create_token(
@@ -424,8 +453,61 @@ class SqliteStore:
     async def watermarks(self) -> dict[int, int]:
         return dict(await self._reader.run(lambda db: db.execute(q("watermarks")).fetchall()))
 
+    async def scheduler_nodes(self) -> list[SchedulerNode]:
+        rows = await self._reader.run(lambda db: _read_now(db, "scheduler_nodes"))
+        return [SchedulerNode(*r) for r in rows]
+
+    async def lease_holders(self) -> list[LeaseHolder]:
+        rows = await self._reader.run(lambda db: _read_now(db, "lease_holders"))
+        return [LeaseHolder(*r) for r in rows]
+
+    # -- workers -------------------------------------------------------------
+
+    async def worker_seen(self, beat: WorkerBeat, *, ttl_ms: int) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            params = {
+                "worker_id": beat.worker_id,
+                "kind": beat.kind,
+                "queues": None if beat.queues is None else json.dumps(list(beat.queues)),
+                "concurrency": beat.concurrency,
+                "now": db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0],
+                "ttl": ttl_ms,
+            }
+            db.execute(q("worker_seen"), params)
+            db.execute(q("forget_dead_workers"), params)
+
+        await self._writer.transaction(work, acknowledged=False)
+
+    async def worker_left(self, worker_id: str) -> None:
+        await self._writer.transaction(
+            lambda db: db.execute(q("worker_left"), (worker_id,)), acknowledged=False
+        )
+
+    async def live_workers(self) -> list[WorkerRecord]:
+        rows = await self._reader.run(lambda db: _read_now(db, "live_workers"))
+        return [convert.worker(r) for r in rows]
+
 
 # -- rows <-> records ----------------------------------------------------------
+
+
+def _read_now(db: sqlite3.Connection, name: str) -> list[Any]:
+    """A query of what is alive by the database's clock (its `:now`)."""
+    now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+    return db.execute(q(name), {"now": now}).fetchall()
+
+
+def _first_seq_created(db: sqlite3.Connection, at_ms: int | None) -> int | None:
+    if at_ms is None:
+        return None
+    return int(db.execute(q("first_seq_created"), {"at": at_ms}).fetchone()[0])
+
+
+def _below(before: Page | None) -> dict[str, Any]:
+    """The bound of a newest-first page by (created time, id)."""
+    if before is None:
+        return {"before_created": NEVER, "before_id": ""}
+    return {"before_created": before.created_ms, "before_id": before.key}
 
 
 def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held]:
