@@ -489,6 +489,9 @@ class PostgresStore:
     async def watermarks(self) -> dict[int, int]:
         return {r[0]: r[1] for r in await self._fetch("watermarks")}
 
+    async def count_by_status(self) -> dict[Status, int]:
+        return {Status(r[0]): r[1] for r in await self._fetch("count_by_status")}
+
 
 # -- migrations ----------------------------------------------------------------
 

@@ -424,6 +424,10 @@ class SqliteStore:
     async def watermarks(self) -> dict[int, int]:
         return dict(await self._reader.run(lambda db: db.execute(q("watermarks")).fetchall()))
 
+    async def count_by_status(self) -> dict[Status, int]:
+        rows = await self._reader.run(lambda db: db.execute(q("count_by_status")).fetchall())
+        return {Status(status): count for status, count in rows}
+
 
 # -- rows <-> records ----------------------------------------------------------
 
