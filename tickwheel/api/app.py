@@ -12,6 +12,8 @@ from tickwheel.api import errors
 from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.routes import router
+from tickwheel.api.stats_routes import StatusCounts
+from tickwheel.api.stats_routes import router as stats_router
 from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.api.workflow_routes import router as workflow_router
 from tickwheel.engine.node import Node
@@ -42,12 +44,14 @@ def create_app(node: Node, *, manage_node: bool = True) -> ASGIApp:
     )
     app.state.node = node
     app.state.tokens = Tokens(lambda: node.store)
+    app.state.status_counts = StatusCounts(lambda: node.service.count_by_status())
     errors.install(app)
     app.add_exception_handler(Unauthorized, auth_error)
     app.add_exception_handler(Forbidden, auth_error)
     app.include_router(router)
     app.include_router(worker_router)
     app.include_router(workflow_router)
+    app.include_router(stats_router)
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,

@@ -6,6 +6,7 @@ from fastapi import Response
 
 from tickwheel.api.schemas import (
     ExecutionOut,
+    QueuesOut,
     RetryBackoffOut,
     ScheduleIn,
     ScheduleOut,
@@ -171,4 +172,18 @@ def _node_out(node: NodeView) -> WorkflowNodeOut:
         started_at=to_datetime(r.started_ms),
         completed_at=to_datetime(r.completed_ms),
         last_error=r.last_error,
+    )
+
+
+def queues_out(node: Node) -> QueuesOut:
+    """Ready-queue depth per queue and the admission state it decides."""
+    state = node.admission.state()
+    return QueuesOut(
+        depth=state.depth,
+        backlog=state.backlog,
+        drain_per_second=state.drain_per_second,
+        seconds_to_drain=state.seconds_to_drain,
+        admitting=state.open,
+        max_depth=node.admission.max_depth,
+        max_drain_seconds=node.admission.max_drain_seconds,
     )
