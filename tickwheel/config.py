@@ -55,6 +55,7 @@ class Settings:
     max_drain_seconds: float = 300.0
     shutdown_grace_seconds: float = 30.0
     node_id: str | None = None
+    log_format: str = "text"  # or "json": one object per line (see tickwheel/logs.py)
 
     def from_env(self, environ: dict[str, str] | None = None) -> Settings:
         """These settings with every `TICKWHEEL_*` variable that is set applied."""

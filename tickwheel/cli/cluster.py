@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import signal
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
+from tickwheel import logs
 from tickwheel.api.app import create_app
 from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.up import load_app
@@ -37,11 +37,9 @@ def register(cli: typer.Typer) -> None:
 
 
 def _settings(log_level: str, *, needs_redis: bool = True) -> Settings:
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         settings = Settings().from_env()
+        logs.configure(log_level, settings.log_format)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     if not settings.database_url.startswith(("postgresql://", "postgres://")):
@@ -70,6 +68,7 @@ def api(
         host=settings.host,
         port=settings.port,
         log_level=log_level.lower(),
+        log_config=logs.uvicorn_log_config(settings.log_format),
         access_log=False,
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import ipaddress
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
+from tickwheel import logs
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings, env
 from tickwheel.engine.node import Node
@@ -128,11 +128,15 @@ def up(
         ),
     ] = False,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
+    log_format: Annotated[
+        str, typer.Option(envvar=env("log_format"), help="text, or json: one object per line.")
+    ] = DEFAULTS.log_format,
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    try:
+        logs.configure(log_level, log_format)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--log-format") from None
     settings = Settings(
         host=host,
         port=port,
@@ -150,6 +154,7 @@ def up(
         max_drain_seconds=max_drain_seconds,
         http_allow=http_allow,
         http_deny=http_deny,
+        log_format=log_format,
     )
     if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(settings)):
         typer.echo(
@@ -164,6 +169,7 @@ def up(
         host=host,
         port=port,
         log_level=log_level.lower(),
+        log_config=logs.uvicorn_log_config(log_format),
         access_log=False,
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
     )
