@@ -104,7 +104,12 @@ async def stats(request: Request) -> StatsOut:
     )
 
 
-@router.get("/metrics", dependencies=needs(Scope.READ), response_class=Response)
+@router.get(
+    "/metrics",
+    dependencies=needs(Scope.READ),
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text"}},
+)
 async def metrics(request: Request) -> Response:
     """This process's metrics in the Prometheus text format."""
     text = generate_latest(node_of(request).prometheus)
