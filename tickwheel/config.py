@@ -56,6 +56,7 @@ class Settings:
     shutdown_grace_seconds: float = 30.0
     max_streams: int = 64  # dashboard event streams open at once on this node
     node_id: str | None = None
+    log_format: str = "text"  # or "json": one object per line (see tickwheel/logs.py)
 
     def from_env(self, environ: dict[str, str] | None = None) -> Settings:
         """These settings with every `TICKWHEEL_*` variable that is set applied."""

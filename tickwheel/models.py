@@ -228,6 +228,7 @@ class Finish:
     retry_at_ms: int | None = None
     # The reaper's ends apply only if the lease really ran out before this time.
     lease_expired_before: int | None = None
+    started_ms: int | None = None  # when the attempt was claimed, if known (run time)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1524,3 +1524,36 @@ async def test_a_worker_that_leaves_is_gone_at_once(store: Store) -> None:
     await store.worker_left("w")
     await store.worker_left("never-seen")
     assert await store.live_workers() == []
+
+
+# -- counting for the dashboard ----------------------------------------------
+
+
+async def test_count_by_status_counts_every_stored_status_and_the_due_pending(
+    store: Store,
+) -> None:
+    seqs = await store.insert_tasks(
+        [
+            new_task("due-by-watermark", due=T0, partition=0),
+            new_task("later", due=T0 + DAY, partition=0),
+            new_task("other-partition", due=T0, partition=1),
+            new_task("running", due=T0, partition=2),
+            new_task("done", due=T0, partition=2),
+            new_task("cancelled", due=T0, partition=2),
+        ]
+    )
+    await claim(store, seqs[3])
+    await store.finish([success(await claim(store, seqs[4]), at=T0 + 5)])
+    await store.cancel(seqs[5], (await get(store, seqs[5])).version, T0)
+    held = await store.acquire("a", [0], ttl_ms=LONG_TTL)
+    assert await store.set_watermarks("a", {0: (held[0], T0)}) == set()
+
+    counts = await store.count_by_status()
+
+    assert {s: n for s, n in counts.items() if n} == {
+        Status.PENDING: 3,
+        Status.READY: 1,  # of the pending: due at or below partition 0's watermark
+        Status.RUNNING: 1,
+        Status.SUCCEEDED: 1,
+        Status.CANCELLED: 1,
+    }

@@ -15,6 +15,8 @@ from tickwheel.api.dashboard_routes import static_files
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
+from tickwheel.api.stats_routes import StatusCounts, stats_payload
+from tickwheel.api.stats_routes import router as stats_router
 from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.api.workflow_routes import router as workflow_router
 from tickwheel.engine.node import Node
@@ -51,6 +53,8 @@ def create_app(
     app.state.exiting = exiting
     app.state.streams = 0
     app.state.tokens = Tokens(lambda: node.store)
+    app.state.status_counts = StatusCounts(lambda: node.service.count_by_status())
+    app.state.stats_of = stats_payload
     errors.install(app)
     app.add_exception_handler(Unauthorized, auth_error)
     app.add_exception_handler(Forbidden, auth_error)
@@ -58,6 +62,7 @@ def create_app(
     app.include_router(worker_router)
     app.include_router(workflow_router)
     app.include_router(ops_router)
+    app.include_router(stats_router)
     app.include_router(dashboard_router)
     app.mount("/static", static_files(), name="static")
     return BodyLimit(

@@ -223,17 +223,7 @@ async def list_tasks(
 @router.get("/api/queues", response_model=QueuesOut, dependencies=needs(Scope.READ))
 async def queues(request: Request) -> QueuesOut:
     """Ready-queue depth per queue, the drain rate, and whether submissions are admitted."""
-    node = node_of(request)
-    state = node.admission.state()
-    return QueuesOut(
-        depth=state.depth,
-        backlog=state.backlog,
-        drain_per_second=state.drain_per_second,
-        seconds_to_drain=state.seconds_to_drain,
-        admitting=state.open,
-        max_depth=node.admission.max_depth,
-        max_drain_seconds=node.admission.max_drain_seconds,
-    )
+    return views.queues_out(node_of(request))
 
 
 @router.get("/healthz", response_model=HealthOut)

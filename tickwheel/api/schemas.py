@@ -264,14 +264,19 @@ class ErrorOut(BaseModel):
     )
 
 
-class QueuesOut(BaseModel):
-    depth: dict[str, int]
+class AdmissionOut(BaseModel):
+    """Whether submissions are admitted, and the backlog that decides it."""
+
     backlog: int
     drain_per_second: float
     seconds_to_drain: float | None
     admitting: bool
     max_depth: int
     max_drain_seconds: float
+
+
+class QueuesOut(AdmissionOut):
+    depth: dict[str, int]
 
 
 class RedriveIn(Strict):

@@ -11,6 +11,7 @@ from tickwheel.api.schemas import (
     InstanceOut,
     NodesOut,
     PartitionLeaseOut,
+    QueuesOut,
     RetryBackoffOut,
     ScheduleIn,
     ScheduleOut,
@@ -265,4 +266,18 @@ def nodes_out(view: ClusterView) -> NodesOut:
             )
             for w in view.workers
         ],
+    )
+
+
+def queues_out(node: Node) -> QueuesOut:
+    """Ready-queue depth per queue and the admission state it decides."""
+    state = node.admission.state()
+    return QueuesOut(
+        depth=state.depth,
+        backlog=state.backlog,
+        drain_per_second=state.drain_per_second,
+        seconds_to_drain=state.seconds_to_drain,
+        admitting=state.open,
+        max_depth=node.admission.max_depth,
+        max_drain_seconds=node.admission.max_drain_seconds,
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import signal
 from dataclasses import replace
@@ -17,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from tickwheel import logs
 from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.serving import serve
 from tickwheel.cli.up import load_app
@@ -36,11 +36,9 @@ def register(cli: typer.Typer) -> None:
 
 
 def _settings(log_level: str, *, needs_redis: bool = True) -> Settings:
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         settings = Settings().from_env()
+        logs.configure(log_level, settings.log_format)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     if not settings.database_url.startswith(("postgresql://", "postgres://")):
@@ -65,7 +63,7 @@ def api(
     settings = replace(settings, host=host or settings.host, port=port or settings.port)
     node = Node(settings=settings, roles=frozenset({Role.API}))
     typer.echo(f"Tickwheel API listening on http://{settings.host}:{settings.port}")
-    serve(node, log_level=log_level)
+    serve(node, log_level=log_level, log_format=settings.log_format)
 
 
 def scheduler(log_level: LOG_LEVEL = "info") -> None:

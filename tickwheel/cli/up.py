@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import importlib
 import ipaddress
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from tickwheel import logs
 from tickwheel.cli.serving import serve
 from tickwheel.config import Settings, env
 from tickwheel.engine.node import Node
@@ -127,11 +127,15 @@ def up(
         ),
     ] = False,
     log_level: Annotated[str, typer.Option(envvar=env("log_level"))] = "info",
+    log_format: Annotated[
+        str, typer.Option(envvar=env("log_format"), help="text, or json: one object per line.")
+    ] = DEFAULTS.log_format,
 ) -> None:
     """Run Tickwheel embedded: API, scheduler and a worker pool in one process."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    try:
+        logs.configure(log_level, log_format)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--log-format") from None
     settings = Settings(
         host=host,
         port=port,
@@ -149,6 +153,7 @@ def up(
         max_drain_seconds=max_drain_seconds,
         http_allow=http_allow,
         http_deny=http_deny,
+        log_format=log_format,
     )
     if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(settings)):
         typer.echo(
@@ -159,7 +164,7 @@ def up(
         raise typer.Exit(2)
     node = Node(settings=settings, app=load_app(app) if app else None, run_worker=worker)
     typer.echo(f"Tickwheel listening on http://{host}:{port} (store: {database_url})")
-    serve(node, log_level=log_level)
+    serve(node, log_level=log_level, log_format=log_format)
 
 
 def load_app(spec: str) -> App:

@@ -17,8 +17,8 @@ def policy_of(options: TaskOptions) -> RetryPolicy:
     )
 
 
-def succeeded(seq: int, fence: int, now_ms: int) -> Finish:
-    return Finish(seq, fence, Outcome.SUCCEEDED, Status.SUCCEEDED, now_ms)
+def succeeded(seq: int, fence: int, now_ms: int, *, started_ms: int | None = None) -> Finish:
+    return Finish(seq, fence, Outcome.SUCCEEDED, Status.SUCCEEDED, now_ms, started_ms=started_ms)
 
 
 def failed(
@@ -32,10 +32,14 @@ def failed(
     now_ms: int,
     retryable: bool = True,
     rand: Callable[[], float] = random.random,
+    started_ms: int | None = None,
 ) -> Finish:
     """A failed attempt goes back to pending after a backoff while retries remain."""
     policy = policy_of(options)
     if retryable and policy.should_retry(attempt):
         delay_ms = round(policy.delay(attempt, rand) * 1000)
-        return Finish(seq, fence, outcome, Status.PENDING, now_ms, error, now_ms + delay_ms)
-    return Finish(seq, fence, outcome, Status.FAILED, now_ms, error)
+        retry_at = now_ms + delay_ms
+        return Finish(
+            seq, fence, outcome, Status.PENDING, now_ms, error, retry_at, started_ms=started_ms
+        )
+    return Finish(seq, fence, outcome, Status.FAILED, now_ms, error, started_ms=started_ms)

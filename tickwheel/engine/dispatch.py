@@ -16,6 +16,7 @@ from tickwheel.engine import attempts
 from tickwheel.engine.batcher import Batcher
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.ids import partition_of
+from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import ClaimedTask, Finish, Outcome, Status, WheelEntry
 from tickwheel.queue.base import ReadyItem
 from tickwheel.storage.base import DispatchStore
@@ -33,8 +34,10 @@ class Dispatcher:
         partitions: int,
         lease_seconds: float = 30.0,
         on_ended: Callable[[], None] = lambda: None,
+        metrics: Recorder | None = None,
     ) -> None:
         self._store = store
+        self._metrics = metrics or Recorder(clock)
         self._trigger = trigger
         self._clock = clock
         self._partitions = partitions
@@ -46,12 +49,14 @@ class Dispatcher:
     async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
         if not items:
             return []
+        now_ms = self._clock.now_ms()
         claimed = await self._store.claim(
             [(i.seq, i.triggered_ms) for i in items],
-            now_ms=self._clock.now_ms(),
+            now_ms=now_ms,
             lease_ms=self.lease_ms,
             worker_id=worker_id,
         )
+        self._metrics.started(claimed, now_ms)
         if len(claimed) < len(items):
             # Some were cancelled, or wait behind their ordering key; a claim that found
             # a key's holder ended may have handed it on: let the loader look now.
@@ -67,7 +72,9 @@ class Dispatcher:
         )
 
     async def succeed(self, task: ClaimedTask) -> bool:
-        return await self.finish(attempts.succeeded(task.seq, task.fence, self._clock.now_ms()))
+        now_ms = self._clock.now_ms()
+        end = attempts.succeeded(task.seq, task.fence, now_ms, started_ms=self._started(task))
+        return await self.finish(end)
 
     async def fail(
         self, task: ClaimedTask, error: str, *, outcome: Outcome = Outcome.FAILED, retryable: bool
@@ -81,8 +88,13 @@ class Dispatcher:
             error=error,
             now_ms=self._clock.now_ms(),
             retryable=retryable,
+            started_ms=self._started(task),
         )
         return await self.finish(end, task)
+
+    def _started(self, task: ClaimedTask) -> int:
+        # This dispatcher's claim set the lease to its start plus `lease_ms`.
+        return task.lease_expires_ms - self.lease_ms
 
     async def finish(self, end: Finish, task: ClaimedTask | None = None) -> bool:
         """Write the end of an attempt; False when the fence was stale (nothing changed)."""
@@ -111,6 +123,7 @@ class Dispatcher:
 
     async def _write_finishes(self, ends: list[Finish]) -> list[bool]:
         written = await self._store.finish(ends)
+        self._metrics.ended(ends, written)
         self.ended += sum(written)
         self._on_ended()
         return written

@@ -25,6 +25,7 @@ from collections.abc import Collection, Sequence
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.metrics.recorder import Recorder
 from tickwheel.storage.base import Fence, LeaseStore
 from tickwheel.waiting import wait_event
 
@@ -41,8 +42,10 @@ class PartitionLeases:
         node_id: str,
         ttl_seconds: float = 15.0,
         balance: bool = False,
+        metrics: Recorder | None = None,
     ) -> None:
         self._store = store
+        self._metrics = metrics or Recorder(clock)
         self._trigger = trigger
         self._clock = clock
         self.node_id = node_id
@@ -110,6 +113,7 @@ class PartitionLeases:
                 self._lose(partition)  # re-owned under a new epoch: reload from the store
                 await self._trigger.gain(partition)
                 self.held[partition] = epoch
+                self._metrics.leases_changed(gained=1)
 
     def _drop_if_lapsed(self) -> None:
         """Stop triggering everything once our leases may have lapsed unrenewed."""
@@ -119,7 +123,8 @@ class PartitionLeases:
                 self._lose(partition)
 
     def _lose(self, partition: int) -> None:
-        self.held.pop(partition, None)
+        if self.held.pop(partition, None) is not None:
+            self._metrics.leases_changed(lost=1)
         self._trigger.lose(partition)
 
     async def release_all(self) -> None:

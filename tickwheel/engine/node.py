@@ -38,6 +38,10 @@ from tickwheel.engine.workflows import (
     WorkflowView,
 )
 from tickwheel.errors import InvalidRequest
+from tickwheel.metrics import prometheus
+from tickwheel.metrics.base import MetricsStore
+from tickwheel.metrics.factory import open_metrics
+from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import (
     ENGINE_QUEUE,
     SUBMIT_OPTIONS,
@@ -90,6 +94,7 @@ class Node:
         self.roles = roles if run_worker else roles - {Role.WORKER}
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
+        self.metrics = Recorder(self.clock)
 
     async def start(self) -> None:
         """Open the store and the queue, then start this node's roles. If starting
@@ -99,6 +104,9 @@ class Node:
             s.database_url, partitions=s.partitions, migrate=s.migrate
         )
         self.queue: ReadyQueue = open_queue(s.redis_url, prefix=s.redis_prefix)
+        self.metrics_store: MetricsStore = open_metrics(
+            self.metrics, s.redis_url, prefix=s.redis_prefix
+        )
         try:
             await self._start_roles()
         except BaseException:
@@ -114,6 +122,7 @@ class Node:
             clock=self.clock,
             on_cron=self._on_cron,
             horizon_seconds=s.horizon_seconds,
+            metrics=self.metrics,
         )
         self.leases = PartitionLeases(
             store=self.store,
@@ -122,6 +131,7 @@ class Node:
             node_id=self.node_id,
             ttl_seconds=s.partition_lease_seconds,
             balance=s.balance_partitions,
+            metrics=self.metrics,
         )
         self.cron = CronResolver(
             store=self.store,
@@ -131,6 +141,7 @@ class Node:
             partitions=partitions,
             fence=self.leases.fence,  # advances are fenced by the fired instance's lease
             on_created=self.trigger.poke,
+            metrics=self.metrics,
         )
         self.resolver = DependencyResolver(
             store=self.store, clock=self.clock, on_unblocked=self.trigger.poke
@@ -142,6 +153,7 @@ class Node:
             partitions=partitions,
             lease_seconds=s.lease_seconds,
             on_ended=self.resolver.nudge,
+            metrics=self.metrics,
         )
         self.reaper = Reaper(
             store=self.store, dispatcher=self.dispatcher, trigger=self.trigger, clock=self.clock
@@ -192,6 +204,7 @@ class Node:
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
         )
+        self._start_metrics()
         if Role.SCHEDULER in self.roles:
             await self._start_scheduler()
         if Role.WORKER in self.roles:
@@ -211,6 +224,7 @@ class Node:
             ", ".join(sorted(self.roles)),
             len(self.leases.held),
             partitions,
+            extra={"node_id": self.node_id},
         )
 
     async def _start_scheduler(self) -> None:
@@ -231,6 +245,18 @@ class Node:
                 interval_seconds=min(5.0, self.settings.reconcile_after_seconds / 2),
             )
             self._spawn(reconciler.run())
+
+    def _start_metrics(self) -> None:
+        """Counts flushed once a second; Prometheus reads this node's own registry."""
+        self.prometheus = prometheus.registry(
+            self.metrics.lifetime,
+            prometheus.LiveState(
+                depth=self.queue.depth,
+                wheel_size=self.trigger.size,
+                partitions_owned=lambda: len(self.leases.held),
+            ),
+        )
+        self._spawn(self.metrics_store.run())
 
     async def _watch_depth(self) -> None:
         """A shared queue's depth changes under other nodes' hands: admission control
@@ -297,6 +323,9 @@ class Node:
             with contextlib.suppress(Exception):
                 await self.leases.release_all()
         await self._http.aclose()
+        if hasattr(self, "metrics_store"):
+            with contextlib.suppress(Exception):
+                await self.metrics_store.close()
         await self.queue.close()
         await self.store.close()
 

@@ -63,6 +63,7 @@ class Reaper:
                     outcome=Outcome.LEASE_EXPIRED,
                     error=f"lease expired: worker {t.worker_id} stopped heartbeating",
                     now_ms=now,
+                    started_ms=t.started_ms,
                 ),
                 lease_expired_before=now,
             )

@@ -87,7 +87,9 @@ class RemoteWorkers:
         if await self._ended(record, fence, Outcome.SUCCEEDED):
             return
         _check_running(record, fence)
-        end = attempts.succeeded(record.seq, fence, self._clock.now_ms())
+        end = attempts.succeeded(
+            record.seq, fence, self._clock.now_ms(), started_ms=record.started_ms
+        )
         if not await self._dispatcher.finish(end):
             await self._repeat_or_stale(task_id, fence, Outcome.SUCCEEDED)
 
@@ -105,6 +107,7 @@ class RemoteWorkers:
             error=error,
             now_ms=self._clock.now_ms(),
             retryable=retryable,
+            started_ms=record.started_ms,
         )
         if not await self._dispatcher.finish(end, _claimed(record, fence)):
             return _end_of(await self._repeat_or_stale(task_id, fence, Outcome.FAILED))

@@ -17,6 +17,7 @@ from tickwheel.clock import Clock, to_datetime, to_ms
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy, next_fire
 from tickwheel.engine.routing import Route
 from tickwheel.ids import new_id, partition_of
+from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import WORKFLOW_TASK_TYPE, NewTask, ScheduleRecord, ScheduleType, Status
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import Advance, Fence, ScheduleStore, TaskStore
@@ -63,8 +64,10 @@ class CronResolver:
         partitions: int,
         fence: Callable[[int], Fence | None],
         on_created: Callable[[], None],
+        metrics: Recorder | None = None,
     ) -> None:
         self._store = store
+        self._metrics = metrics or Recorder(clock)
         self._tasks = tasks
         self._queue = queue
         self._clock = clock
@@ -126,7 +129,9 @@ class CronResolver:
                 " on their partition was stale",
                 lost,
             )
-        await self._queue.push([i for i in released if i.seq not in lost])
+        pushed = [i for i in released if i.seq not in lost]
+        await self._queue.push(pushed)
+        self._metrics.released(pushed)
         if len(lost) < len(advances):
             self._on_created()  # a next instance to load
 
@@ -153,7 +158,11 @@ class CronResolver:
         try:
             nxt = instance_of(schedule, first_due_ms(schedule, after), now_ms, self._partitions)
         except ValueError:  # an expression that never fires again ends its schedule
-            log.exception("schedule %s has no next fire time", schedule.schedule_id)
+            log.exception(
+                "schedule %s has no next fire time",
+                schedule.schedule_id,
+                extra={"task_id": schedule.schedule_id},
+            )
             return None
         return Advance(schedule, nxt, skip, fence)
 

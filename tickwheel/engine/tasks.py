@@ -372,6 +372,14 @@ class TaskService:
         cursor = records[-1].seq if len(records) == limit else None
         return [v for v in views if v.status in wanted] if wanted else views, cursor
 
+    async def count_by_status(self) -> dict[Status, int]:
+        """Tasks per status across the cluster, every status present; `ready` is derived
+        from the partitions' watermarks in the store."""
+        stored = await self._store.count_by_status()
+        counts = {status: stored.get(status, 0) for status in Status}
+        counts[Status.PENDING] -= counts[Status.READY]
+        return counts
+
     async def history(
         self, task_id: str, *, before_id: int | None, limit: int
     ) -> list[ExecutionRecord]:

@@ -27,6 +27,7 @@ from typing import Any
 from tickwheel.clock import Clock
 from tickwheel.core.wheel import TimingWheel
 from tickwheel.engine.routing import Route, RoutingKeys
+from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import TaskRecord, WheelEntry
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import DispatchStore
@@ -50,8 +51,10 @@ class TriggerEngine:
         on_cron: CronHandler,
         horizon_seconds: float = 60.0,
         load_interval_seconds: float = 1.0,
+        metrics: Recorder | None = None,
     ) -> None:
         self._store = store
+        self._metrics = metrics or Recorder(clock)
         self._queue = queue
         self._clock = clock
         self._on_cron = on_cron
@@ -298,6 +301,8 @@ class TriggerEngine:
                 items.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, now_ms))
         if items:
             await self._queue.push(items)
+            self._metrics.released(items)
         if staged:
             await self._queue.stage(staged)
+            self._metrics.released(staged)
         await asyncio.sleep(0)

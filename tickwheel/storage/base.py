@@ -204,6 +204,12 @@ class TaskStore(Protocol):
         tasks counted by status, in one aggregate query for the page."""
         ...
 
+    async def count_by_status(self) -> dict[Status, int]:
+        """Tasks per stored status (a status with none may be left out), and under
+        READY how many of the pending ones are due at or below their partition's
+        watermark: those are counted in PENDING too."""
+        ...
+
     async def history(
         self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
     ) -> list[ExecutionRecord]: ...

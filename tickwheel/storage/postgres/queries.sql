@@ -293,6 +293,15 @@ FROM unnest($2::int[], $3::bigint[], $4::bigint[]) AS w (wpartition, wepoch, mar
 WHERE partition = w.wpartition AND owner = $1 AND epoch = w.wepoch AND expires_at >= $5
 RETURNING partition;
 
+-- name: count_by_status
+-- Per stored status, then the pending tasks due by their partition's watermark (from
+-- the partial index on pending tasks): the caller derives `ready` from those.
+SELECT status, count(*) FROM tasks GROUP BY status
+UNION ALL
+SELECT 'ready', count(*) FROM partition_leases AS l
+JOIN tasks AS t ON t.partition = l.partition AND t.status = 'pending'
+  AND t.due_time <= l.watermark;
+
 -- name: watermarks
 SELECT partition, watermark FROM partition_leases;
 

@@ -540,6 +540,9 @@ class PostgresStore:
     async def live_workers(self) -> list[WorkerRecord]:
         return [convert.worker(r) for r in await self._fetch("live_workers")]
 
+    async def count_by_status(self) -> dict[Status, int]:
+        return {Status(r[0]): r[1] for r in await self._fetch("count_by_status")}
+
 
 # -- migrations ----------------------------------------------------------------
 

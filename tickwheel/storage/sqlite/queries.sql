@@ -290,6 +290,15 @@ WHERE partition = ? AND owner = ? AND epoch = ?;
 UPDATE partition_leases SET watermark = MAX(watermark, :watermark)
 WHERE partition = :partition AND owner = :node AND epoch = :epoch AND expires_at >= :now;
 
+-- name: count_by_status
+-- Per stored status, then the pending tasks due by their partition's watermark (from
+-- the partial index on pending tasks): the caller derives `ready` from those.
+SELECT status, count(*) FROM tasks GROUP BY status
+UNION ALL
+SELECT 'ready', count(*) FROM partition_leases AS l
+JOIN tasks AS t ON t.partition = l.partition AND t.status = 'pending'
+  AND t.due_time <= l.watermark;
+
 -- name: watermarks
 SELECT partition, watermark FROM partition_leases;
 

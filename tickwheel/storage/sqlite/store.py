@@ -487,6 +487,10 @@ class SqliteStore:
         rows = await self._reader.run(lambda db: _read_now(db, "live_workers"))
         return [convert.worker(r) for r in rows]
 
+    async def count_by_status(self) -> dict[Status, int]:
+        rows = await self._reader.run(lambda db: db.execute(q("count_by_status")).fetchall())
+        return {Status(status): count for status, count in rows}
+
 
 # -- rows <-> records ----------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Task metrics: per-second counts and lateness for the dashboard, Prometheus totals."""
