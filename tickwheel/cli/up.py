@@ -75,6 +75,15 @@ def up(
             "interrupted and given back for a retry.",
         ),
     ] = DEFAULTS.shutdown_grace_seconds,
+    max_streams: Annotated[
+        int,
+        typer.Option(
+            envvar=env("max_streams"),
+            min=1,
+            max=10_000,
+            help="Dashboard event streams open at once.",
+        ),
+    ] = DEFAULTS.max_streams,
     idempotency_window_seconds: Annotated[
         float,
         typer.Option(
@@ -148,6 +157,7 @@ def up(
         partition_lease_seconds=partition_lease_seconds,
         max_payload_bytes=max_payload_bytes,
         shutdown_grace_seconds=shutdown_grace_seconds,
+        max_streams=max_streams,
         idempotency_window_seconds=idempotency_window_seconds,
         max_ready_depth=max_ready_depth,
         max_drain_seconds=max_drain_seconds,

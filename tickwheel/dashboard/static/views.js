@@ -167,7 +167,7 @@ export function schedules(root) {
         h("td", {}, h("a", { href: `#/task/${s.schedule_id}` }, h("code", {}, s.schedule_id))),
         h("td", {}, s.task_type), h("td", {}, h("code", {}, s.cron_expression), " ", h("span", { class: "muted" }, s.timezone)),
         h("td", { class: "num" }, `${s.jitter_seconds} s`), h("td", {}, when(s.next_fire_time)),
-        h("td", {}, s.last_outcome ? statusBadge(s.last_outcome.status) : h("span", { class: "muted" }, "none yet")),
+        h("td", {}, s.last_run ? h("a", { href: `#/task/${s.last_run.task_id}` }, statusBadge(s.last_run.status)) : h("span", { class: "muted" }, "none yet")),
         h("td", {}, statusBadge(s.status)),
         h("td", {}, h("button", { onclick: toggle(s) }, s.status === "paused" ? "Resume" : "Pause"))))));
   };
@@ -208,15 +208,16 @@ export function nodes(root) {
     const found = await api("/api/nodes");
     body.replaceChildren(
       h("h2", {}, "Scheduler nodes"),
-      table(["node", "partitions", "last heartbeat"], found.schedulers.map((s) =>
+      table(["node", "partitions (epoch)", "heartbeat until"], found.schedulers.map((s) =>
         h("tr", { dataset: { nodeId: s.node_id } }, h("td", {}, h("code", {}, s.node_id)),
-          h("td", { class: "num" }, `${s.partitions.length}: ${s.partitions.map((p) => p.partition).join(", ")}`),
-          h("td", {}, when(s.last_heartbeat))))),
+          h("td", { class: "num" }, `${s.partitions.length}: ${s.partitions.map((p) => `${p.partition} (${p.epoch})`).join(", ")}`),
+          h("td", {}, s.heartbeat_expires_at ? when(s.heartbeat_expires_at) : "embedded: holds its leases")))),
+      found.unowned_partitions.length ? h("p", { class: "error" }, `Partitions with no owner: ${found.unowned_partitions.join(", ")}`) : "",
       h("h2", {}, "Workers"),
-      table(["worker", "queues", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
+      table(["worker", "kind", "queues", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
         h("tr", { dataset: { workerId: w.worker_id } }, h("td", {}, h("code", {}, w.worker_id)),
-          h("td", {}, w.queues.join(", ")), h("td", { class: "num" }, w.inflight),
-          h("td", { class: "num" }, w.concurrency), h("td", {}, when(w.last_heartbeat))))));
+          h("td", {}, w.kind), h("td", {}, w.queues.join(", ")), h("td", { class: "num" }, w.inflight),
+          h("td", { class: "num" }, w.concurrency ?? "–"), h("td", {}, when(w.last_heartbeat_at))))));
   };
 }
 

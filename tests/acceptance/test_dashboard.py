@@ -1,0 +1,184 @@
+"""The dashboard in a real headless Chromium (Debian's, driven by Playwright) against a
+real `tickwheel up`: what operators see changes as tasks change, without a reload."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from harness import Tickwheel
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from services import chromium
+
+HANDLERS = """
+from tickwheel import App, PermanentFailure
+
+app = App()
+
+
+@app.task("doomed", max_retries=0)
+async def doomed(ctx, payload):
+    raise PermanentFailure("doomed to fail")
+"""
+expect.set_options(timeout=15_000)
+
+# Flags a root headless Chromium needs on this machine (no sandbox, no network chatter).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def tickwheel(tmp_path: Path) -> Iterator[Tickwheel]:
+    (tmp_path / "dashboard_handlers.py").write_text(textwrap.dedent(HANDLERS))
+    tw = Tickwheel(tmp_path / "tickwheel.db", app="dashboard_handlers").start()
+    yield tw
+    tw.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, tickwheel: Tickwheel) -> Iterator[Page]:
+    context = browser.new_context(base_url=tickwheel.url)
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    yield opened
+    context.close()
+
+
+def submit(tw: Tickwheel, **body: Any) -> str:
+    answer = httpx.post(f"{tw.url}/api/tasks", json={"task_type": "noop", **body}, timeout=10)
+    answer.raise_for_status()
+    return str(answer.json()["task_id"])
+
+
+def in_seconds(seconds: float) -> dict[str, Any]:
+    return {"type": "delayed", "delay_seconds": seconds}
+
+
+def mark_loaded(page: Page) -> None:
+    """A flag on the window: it survives as long as the page is never reloaded."""
+    page.evaluate("window.__notReloaded = true")
+
+
+def assert_not_reloaded(page: Page) -> None:
+    assert page.evaluate("window.__notReloaded === true")
+
+
+def test_a_task_page_shows_its_state_change_live(page: Page, tickwheel: Tickwheel) -> None:
+    task_id = submit(tickwheel, schedule=in_seconds(2))
+    page.goto(f"/#/task/{task_id}")
+    mark_loaded(page)
+    badge = page.locator("dl.fields .status").first
+    expect(badge).to_have_text("pending")
+    expect(badge).to_have_text("succeeded")
+    expect(page.locator("tr[data-outcome]")).to_have_count(1)  # the attempt's timeline
+    assert_not_reloaded(page)
+
+
+def test_cancel_from_the_task_page(page: Page, tickwheel: Tickwheel) -> None:
+    task_id = submit(tickwheel, schedule=in_seconds(3600))
+    page.goto(f"/#/task/{task_id}")
+    page.locator("#cancel").click()
+    expect(page.locator("dl.fields .status").first).to_have_text("cancelled")
+    answer = httpx.get(f"{tickwheel.url}/api/tasks/{task_id}", timeout=10).json()
+    assert answer["status"] == "cancelled"
+
+
+def test_the_task_list_filters_and_finds_by_id(page: Page, tickwheel: Tickwheel) -> None:
+    later = [submit(tickwheel, schedule=in_seconds(3600)) for _ in range(3)]
+    page.goto("/#/tasks?status=pending")
+    rows = page.locator("tr[data-task-id]")
+    expect(rows).to_have_count(3)
+    page.locator("input[name=q]").fill(later[1])
+    page.get_by_role("button", name="Filter").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-task-id", later[1])
+    rows.first.click()
+    expect(page.locator("h1 code")).to_have_text(later[1])
+
+
+def test_a_workflow_graph_colours_its_nodes_by_state_live(page: Page, tickwheel: Tickwheel) -> None:
+    workflow = {
+        "name": "diamond",
+        "tasks": [
+            {"name": "extract", "task_type": "noop", "schedule": in_seconds(2)},
+            {"name": "left", "task_type": "noop", "dependencies": ["extract"]},
+            {"name": "right", "task_type": "noop", "dependencies": ["extract"]},
+            {"name": "load", "task_type": "noop", "dependencies": ["left", "right"]},
+        ],
+    }
+    answer = httpx.post(f"{tickwheel.url}/api/workflows", json=workflow, timeout=10)
+    answer.raise_for_status()
+    page.goto(f"/#/workflow/{answer.json()['workflow_id']}")
+    mark_loaded(page)
+    nodes = page.locator("svg g.node")
+    expect(nodes).to_have_count(4)
+    expect(page.locator("g.node[data-name=load]")).to_have_attribute("data-status", "blocked")
+    expect(page.locator("g.node[data-status=succeeded]")).to_have_count(4)
+    assert_not_reloaded(page)
+
+
+def test_overview_counts_move_as_tasks_run(page: Page, tickwheel: Tickwheel) -> None:
+    page.goto("/")
+    mark_loaded(page)
+    succeeded = page.locator("#counts [data-state=succeeded] .n")
+    expect(succeeded).to_have_text("0")
+    for _ in range(5):  # pending long enough to be seen through the counts' 2 s cache
+        submit(tickwheel, schedule=in_seconds(5))
+    expect(page.locator("#counts [data-state=pending] .n")).not_to_have_text("0")
+    expect(succeeded).to_have_text("5")
+    expect(page.locator(".chart[data-series=succeeded]")).to_be_visible()
+    assert_not_reloaded(page)
+
+
+def test_dead_letters_are_listed_and_redriven(page: Page, tickwheel: Tickwheel) -> None:
+    task_id = submit(tickwheel, task_type="doomed")
+    page.goto("/#/dead")
+    row = page.locator(f"tr[data-task-id='{task_id}']")
+    expect(row).to_contain_text("doomed to fail")
+    row.get_by_role("button", name="Re-drive").click()
+    history = f"{tickwheel.url}/api/tasks/{task_id}/history"
+    for _ in range(100):  # re-driven, it runs (and fails) a second time
+        if len(httpx.get(history, timeout=10).json()["executions"]) == 2:
+            break
+        page.wait_for_timeout(100)
+    else:
+        raise AssertionError("the re-driven task never ran again")
+
+
+def test_schedules_show_next_fire_and_pause(page: Page, tickwheel: Tickwheel) -> None:
+    schedule = {"type": "cron", "cron_expression": "*/5 * * * *", "jitter_seconds": 7}
+    schedule_id = submit(tickwheel, schedule=schedule)
+    page.goto("/#/schedules")
+    row = page.locator(f"tr[data-schedule-id='{schedule_id}']")
+    expect(row).to_contain_text("*/5 * * * *")
+    expect(row).to_contain_text("7 s")
+    expect(row.locator(".status")).to_have_text("active")
+    row.get_by_role("button", name="Pause").click()
+    expect(row.locator(".status")).to_have_text("paused")
+
+
+def test_nodes_show_the_scheduler_and_the_worker(page: Page, tickwheel: Tickwheel) -> None:
+    page.goto("/#/nodes")
+    expect(page.locator("tr[data-node-id]")).to_have_count(1)
+    expect(page.locator("tr[data-node-id]")).to_contain_text("16:")  # all 16 partitions
+    expect(page.locator("tr[data-worker-id]")).to_have_count(1)
