@@ -139,3 +139,26 @@ async def test_losing_a_partition_drops_its_held_cron_instances(h: Harness) -> N
         h.trigger.lose(partition)
     await h.tick_at(first_due + 10)
     assert h.fired_cron == []  # the next owner fires it from the store
+
+
+async def test_a_task_offered_and_then_found_by_its_mark_is_on_the_wheel_once(
+    h: Harness,
+) -> None:
+    """A retry is offered to the wheel at once and also shows up in the loader's scan
+    of new marks: it must be released once, not twice."""
+    first = await h.delayed(START_MS + 10_000)
+    await h.trigger.load_once()
+    assert h.trigger.size() == 1
+    seq = await h.delayed(START_MS + 20_000)
+    (entry,) = [
+        e
+        for e in await h.store.load_pending(
+            range(PARTITIONS), due_after=None, due_until=START_MS + 60_000, mark_after=0
+        )
+        if e.seq == seq
+    ]
+    h.trigger.offer([entry])
+    await h.trigger.load_once()
+    assert h.trigger.size() == 2
+    await h.tick_at(START_MS + 20_000)
+    assert sorted(await h.visible()) == sorted([first, seq])  # each released once

@@ -75,6 +75,9 @@ class TriggerEngine:
         # Cron instances popped while staging, before their due time: partition ->
         # heap of (due_ms, key), released here when due.
         self._early_cron: dict[int, list[tuple[int, int]]] = {}
+        # Seqs offered since the last load: their new marks will show them to the
+        # loader's mark scan too, which must not put them on a wheel a second time.
+        self._offered: set[int] = set()
 
     # -- ownership -----------------------------------------------------------
 
@@ -108,7 +111,9 @@ class TriggerEngine:
     def offer(self, entries: Iterable[WheelEntry]) -> None:
         """Tasks this node just made pending (retries, expired leases): put those it owns
         and that fall inside the loaded range on their wheel; the loader finds the rest."""
-        self._insert([e for e in entries if e.due_ms <= self._loaded_until])
+        offered = [e for e in entries if e.due_ms <= self._loaded_until]
+        self._offered.update(e.seq for e in offered)
+        self._insert(offered)
 
     def forget(self, task: TaskRecord) -> None:
         """A cancelled task leaves its wheel now rather than at its due time (the claim
@@ -162,6 +167,7 @@ class TriggerEngine:
             if not owned:
                 self._loaded_until = max(self._loaded_until, target)
                 return
+            offered, self._offered = self._offered, set()
             mark = await self._store.max_mark()
             rows = await self._store.load_pending(
                 owned, due_after=self._loaded_until, due_until=target
@@ -169,9 +175,9 @@ class TriggerEngine:
             new = await self._store.load_pending(
                 owned, due_after=None, due_until=target, mark_after=self._mark_seen
             )
-            in_range = {r.seq for r in rows}
+            known = {r.seq for r in rows} | offered | self._offered
             self._insert(rows)
-            self._insert(r for r in new if r.seq not in in_range)
+            self._insert(r for r in new if r.seq not in known)
             self._loaded_until = target
             # Marks follow commit order, so every mark up to the highest one returned
             # was visible to the scan: none of them needs to be read again.
