@@ -48,7 +48,6 @@ async def stream(request: Request) -> StreamingResponse:
     state = request.app.state
     if state.streams >= state.node.settings.max_streams:
         raise Overloaded(5, "too many dashboard streams are open")
-    state.streams += 1
     return StreamingResponse(
         _events(request),
         media_type="text/event-stream",
@@ -60,6 +59,7 @@ async def _events(request: Request) -> AsyncIterator[str]:
     state = request.app.state
     stats_of: StatsOf = state.stats_of
     exiting: Callable[[], bool] = state.exiting
+    state.streams += 1  # here, not in the route: a stream never started is never counted
     try:
         yield "retry: 1000\n\n"
         while not exiting() and not await request.is_disconnected():
