@@ -204,7 +204,10 @@ class PostgresStore:
             await _insert_tasks(db, tasks)
             return True
 
-        return await self._transaction(work)
+        inserted = await self._transaction(work)
+        if inserted:  # a workflow of 10,000 tasks is a bulk insert too
+            self._statistics.inserted(len(tasks))
+        return inserted
 
     async def get_workflow(
         self, workflow_id: str
