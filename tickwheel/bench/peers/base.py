@@ -1,0 +1,197 @@
+"""The two workloads every peer runs, the same way for each: `e2e` (no-op tasks due now,
+tasks/s from the first submission to the last start) and `burst` (tasks with an ETA at
+one instant: start lateness, and how many never ran within the window).
+
+A peer supplies only what differs: its documented worker command, its submission call,
+and how to clear its broker. Every task's body records its start in the `Sink`, so every
+peer's figures come from the same record, and every task is checked to have run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import IO, Any, Protocol
+
+from tickwheel.bench.figures import spread, version
+from tickwheel.bench.peers.sink import SINK_URL_ENV, Sink, sink_url
+from tickwheel.bench.progress import say, steps
+
+SUBMIT_CHUNK = 1_000
+STARTUP_SECONDS = 120.0
+STOP_SECONDS = 20.0
+
+
+class Peer(Protocol):
+    """One peer scheduler, used the way its documentation recommends."""
+
+    name: str  # as printed in the table
+    distribution: str  # the PyPI distribution, for its version
+
+    def worker_command(self) -> list[str]:
+        """The documented command that runs its workers on this machine (all cores)."""
+        ...
+
+    def worker_env(self) -> dict[str, str]:
+        """Environment the worker command needs beyond the sink's (broker URLs...)."""
+        ...
+
+    async def reset(self) -> None:
+        """Clear what earlier runs left in its broker or database."""
+        ...
+
+    async def submit(self, run: str, indexes: range, due_ms: int | None) -> None:
+        """Enqueue one task per index, whose body records (run, index) in the sink; due
+        now when `due_ms` is None, else with an ETA of `due_ms` (epoch milliseconds)."""
+        ...
+
+    async def close(self) -> None:
+        """Release the harness side's connections."""
+        ...
+
+
+@asynccontextmanager
+async def workers(peer: Peer) -> AsyncIterator[None]:
+    """Run the peer's worker command in its own process group until the block ends,
+    having first seen one task go through it. Its output goes to a log, shown if it fails."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the process
+    env = {**os.environ, SINK_URL_ENV: sink_url(), **peer.worker_env()}
+    process = await asyncio.create_subprocess_exec(
+        *peer.worker_command(),
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        await _warm_up(peer, process, log)
+        yield
+    finally:
+        await _stop(process)
+        log.close()
+
+
+async def _warm_up(peer: Peer, process: asyncio.subprocess.Process, log: IO[bytes]) -> None:
+    sink, run = Sink(), f"warmup-{uuid.uuid4().hex[:8]}"
+    try:
+        await peer.submit(run, range(1), None)
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while await sink.count(run) < 1:
+            if process.returncode is not None or time.monotonic() > deadline:
+                log.seek(0)
+                tail = log.read().decode(errors="replace")[-3000:]
+                raise RuntimeError(f"{peer.name}'s workers did not run a task:\n{tail}")
+            await asyncio.sleep(0.1)
+        await sink.forget(run)
+    finally:
+        await sink.aclose()
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM to the group for a warm shutdown, then SIGKILL to whatever a pool left."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), STOP_SECONDS)
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+async def submit_all(
+    peer: Peer, run: str, count: int, due_ms: int | None, done: Callable[[int], None]
+) -> None:
+    for start in range(0, count, SUBMIT_CHUNK):
+        await peer.submit(run, range(start, min(start + SUBMIT_CHUNK, count)), due_ms)
+        done(min(start + SUBMIT_CHUNK, count))
+
+
+async def wait_ran(sink: Sink, run: str, count: int, deadline: float, label: str) -> None:
+    """Until `count` executions are recorded or the monotonic `deadline` passes."""
+    with steps(label, count) as done:
+        while (ran := await sink.count(run)) < count and time.monotonic() < deadline:
+            done(ran)
+            await asyncio.sleep(0.1)
+
+
+def first_starts(starts: list[tuple[int, float]]) -> tuple[dict[int, float], int]:
+    """The first start of each index, and how many executions were repeats."""
+    first: dict[int, float] = {}
+    for index, at in starts:
+        first[index] = min(at, first.get(index, at))
+    return first, len(starts) - len(first)
+
+
+async def e2e(peer: Peer, tasks: int, limit_seconds: float = 120.0) -> dict[str, Any]:
+    """`tasks` no-op tasks due now: tasks/s from the first submission to the last start."""
+    await peer.reset()
+    sink, run = Sink(), f"e2e-{uuid.uuid4().hex[:8]}"
+    try:
+        async with workers(peer):
+            began = time.time() * 1000
+            with steps(f"{peer.name}: submitting {tasks:,}", tasks) as done:
+                await submit_all(peer, run, tasks, None, done)
+            submitted = time.time() * 1000
+            deadline = time.monotonic() + limit_seconds
+            await wait_ran(sink, run, tasks, deadline, f"{peer.name}: running")
+            first, repeats = first_starts(await sink.starts(run))
+        last = max(first.values(), default=submitted)
+        seconds = max(last - began, 1.0) / 1000
+        return {
+            "system": peer.name,
+            "version": version(peer.distribution),
+            "workload": "e2e",
+            "tasks": tasks,
+            "ran": len(first),
+            "repeats": repeats,
+            "seconds": round(seconds, 2),
+            "tasks_per_s": round(len(first) / seconds),
+            "submit_per_s": round(tasks / max(submitted - began, 1.0) * 1000),
+        }
+    finally:
+        await sink.forget(run)
+        await sink.aclose()
+
+
+async def burst(
+    peer: Peer, tasks: int, lead_seconds: float, window: float = 60.0
+) -> dict[str, Any]:
+    """`tasks` tasks with an ETA at one instant `lead_seconds` ahead: start lateness, and
+    how many had not run `window` seconds after it."""
+    await peer.reset()
+    sink, run = Sink(), f"burst-{uuid.uuid4().hex[:8]}"
+    try:
+        async with workers(peer):
+            due_ms = (int(time.time()) + 1 + round(lead_seconds)) * 1000
+            with steps(f"{peer.name}: submitting {tasks:,} due at one instant", tasks) as done:
+                await submit_all(peer, run, tasks, due_ms, done)
+            late_submission = time.time() * 1000 > due_ms
+            if late_submission:
+                say(f"{peer.name}: submission outlasted the {lead_seconds:.0f} s lead")
+            deadline = time.monotonic() + (due_ms - time.time() * 1000) / 1000 + window
+            await wait_ran(sink, run, tasks, deadline, f"{peer.name}: running the burst")
+            first, repeats = first_starts(await sink.starts(run))
+        lateness = [at - due_ms for at in first.values()]
+        return {
+            "system": peer.name,
+            "version": version(peer.distribution),
+            "workload": "burst",
+            "tasks": tasks,
+            "ran": len(first),
+            "never_ran": tasks - len(first),
+            "repeats": repeats,
+            "early": sum(x < 0 for x in lateness),
+            "start_lateness_ms": spread(lateness),
+            "lead_seconds": lead_seconds,
+            "submission_outlasted_lead": late_submission,
+        }
+    finally:
+        await sink.forget(run)
+        await sink.aclose()

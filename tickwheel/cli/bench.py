@@ -1,0 +1,54 @@
+"""`tickwheel bench`: Tickwheel's scenarios, and its peers on the same workloads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine
+from typing import Annotated, Any
+
+import typer
+
+from tickwheel.bench import peers
+
+bench = typer.Typer(
+    help="Benchmarks: each prints its figures, the last line as JSON.",
+    no_args_is_help=True,
+)
+
+PeerName = Annotated[str, typer.Argument(help=f"One of: {', '.join(peers.MODULES)}.")]
+
+
+def emit(result: dict[str, Any]) -> None:
+    print(json.dumps(result), flush=True)
+
+
+def run(work: Coroutine[Any, Any, dict[str, Any]]) -> None:
+    emit(asyncio.run(work))
+
+
+@bench.command("peer")
+def peer(
+    name: PeerName,
+    workload: Annotated[str, typer.Argument(help="e2e or burst.")],
+    tasks: Annotated[int, typer.Option(min=1, help="Tasks in the workload.")] = 10_000,
+    lead_seconds: Annotated[
+        float, typer.Option(min=1, help="burst: seconds from submission to the due instant.")
+    ] = 30.0,
+) -> None:
+    """Run one peer's workload (needs the extra: pip install -e ".[bench]")."""
+    if name not in peers.MODULES:
+        raise typer.BadParameter(f"unknown peer {name!r}", param_hint="NAME")
+    if workload not in ("e2e", "burst"):
+        raise typer.BadParameter("e2e or burst", param_hint="WORKLOAD")
+    run(_peer(name, workload, tasks, lead_seconds))
+
+
+async def _peer(name: str, workload: str, tasks: int, lead_seconds: float) -> dict[str, Any]:
+    system = peers.load(name)
+    try:
+        if workload == "e2e":
+            return await peers.base.e2e(system, tasks)
+        return await peers.base.burst(system, tasks, lead_seconds)
+    finally:
+        await system.close()
