@@ -35,8 +35,9 @@ class Peer(Protocol):
     name: str  # as printed in the table
     distribution: str  # the PyPI distribution, for its version
 
-    def worker_command(self) -> list[str]:
-        """The documented command that runs its workers on this machine (all cores)."""
+    def worker_commands(self) -> list[list[str]]:
+        """The documented commands that run its workers on this machine, one per process
+        to start: one when the peer forks its own pool, else one per core."""
         ...
 
     def worker_env(self) -> dict[str, str]:
@@ -59,32 +60,38 @@ class Peer(Protocol):
 
 @asynccontextmanager
 async def workers(peer: Peer) -> AsyncIterator[None]:
-    """Run the peer's worker command in its own process group until the block ends,
-    having first seen one task go through it. Its output goes to a log, shown if it fails."""
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the process
+    """Run the peer's worker commands, each in its own process group, until the block
+    ends, having first seen a task go through. Their output goes to a log, shown if the
+    warm-up fails."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the processes
     env = {**os.environ, SINK_URL_ENV: sink_url(), **peer.worker_env()}
-    process = await asyncio.create_subprocess_exec(
-        *peer.worker_command(),
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    processes: list[asyncio.subprocess.Process] = []
     try:
-        await _warm_up(peer, process, log)
+        for command in peer.worker_commands():
+            processes.append(
+                await asyncio.create_subprocess_exec(
+                    *command,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+        await _warm_up(peer, processes, log)
         yield
     finally:
-        await _stop(process)
+        await asyncio.gather(*(_stop(process) for process in processes))
         log.close()
 
 
-async def _warm_up(peer: Peer, process: asyncio.subprocess.Process, log: IO[bytes]) -> None:
+async def _warm_up(peer: Peer, processes: list[asyncio.subprocess.Process], log: IO[bytes]) -> None:
     sink, run = Sink(), f"warmup-{uuid.uuid4().hex[:8]}"
     try:
         await peer.submit(run, range(1), None)
         deadline = time.monotonic() + STARTUP_SECONDS
         while await sink.count(run) < 1:
-            if process.returncode is not None or time.monotonic() > deadline:
+            exited = any(p.returncode is not None for p in processes)
+            if exited or time.monotonic() > deadline:
                 log.seek(0)
                 tail = log.read().decode(errors="replace")[-3000:]
                 raise RuntimeError(f"{peer.name}'s workers did not run a task:\n{tail}")
