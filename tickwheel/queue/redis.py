@@ -53,8 +53,8 @@ import asyncio
 import logging
 import struct
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Awaitable, Collection, Iterable, Sequence
+from typing import Any, NamedTuple, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -271,7 +271,9 @@ class RedisReadyQueue:
         }
 
     async def fresh_depth(self) -> dict[str, int]:
-        counts = await self._redis.hgetall(self._prefix + "depth")
+        # redis-py 5 types hgetall as maybe-not-awaitable; it is, on an asyncio client
+        depths = cast("Awaitable[dict[bytes, bytes]]", self._redis.hgetall(self._prefix + "depth"))
+        counts = await depths
         self._depth = {_text(name): int(n) for name, n in counts.items()}
         return dict(self._depth)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable
 from functools import cache
+from typing import cast
 
 import redis
 import redis.asyncio
@@ -45,7 +47,8 @@ async def arecord(run: str, index: int) -> None:
     client = _async_clients.get(os.getpid())
     if client is None:
         client = _async_clients[os.getpid()] = redis.asyncio.Redis.from_url(sink_url())
-    await client.rpush(key(run), f"{index} {time.time() * 1000:.3f}")
+    pushed = client.rpush(key(run), f"{index} {time.time() * 1000:.3f}")
+    await cast("Awaitable[int]", pushed)  # redis-py 5 types it as maybe-not-awaitable
 
 
 class Sink:
