@@ -1,0 +1,1 @@
+"""Tickwheel's own scenarios; each `run(...)` returns the figures `tickwheel bench` prints."""

@@ -1,0 +1,187 @@
+"""Tickwheel running as its users run it, for the scenarios measured from outside:
+embedded, one `tickwheel up` process on a fresh SQLite file; distributed, a
+`tickwheel local-cluster` (scheduler, worker and API processes) on a fresh PostgreSQL
+schema and Redis prefix. Either is read back through its store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tickwheel.bench.progress import steps
+from tickwheel.bench.stores import REDIS, Mode, fresh_schema, postgres
+from tickwheel.config import Settings
+
+TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
+STARTUP_SECONDS = 60.0
+BATCH = 10_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Target:
+    """A running Tickwheel: its URL, and reads of its tasks table."""
+
+    def __init__(self, mode: Mode, url: str, env: dict[str, str]) -> None:
+        self.mode, self.url = mode, url
+        self.settings = Settings().from_env(env)  # what its processes run with
+        self.database_url = self.settings.database_url
+
+    async def rows(self, query: str) -> list[tuple[Any, ...]]:
+        """The rows of a read-only query (written to run on SQLite and PostgreSQL)."""
+        if self.mode is Mode.EMBEDDED:
+            return await asyncio.to_thread(self._sqlite_rows, query)
+        schema = self.database_url.rsplit("search_path=", 1)[1]
+        return [tuple(r) for r in await postgres(query, schema=schema)]
+
+    def _sqlite_rows(self, query: str) -> list[tuple[Any, ...]]:
+        path = self.database_url.removeprefix("sqlite:///")
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30) as db:
+            return db.execute(query).fetchall()
+
+    async def succeeded(self) -> int:
+        rows = await self.rows("SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+        return int(rows[0][0])
+
+    async def row_writes(self) -> int | None:
+        """Rows PostgreSQL has inserted, updated and deleted in this schema so far."""
+        if self.mode is Mode.EMBEDDED:
+            return None
+        # A busy backend reports its counts at most every second and an idle one within
+        # 10 s (PostgreSQL 15's PGSTAT_IDLE_INTERVAL): wait that out, or the counts lag.
+        await asyncio.sleep(11)
+        rows = await self.rows(
+            "SELECT COALESCE(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)"
+            " FROM pg_stat_user_tables WHERE schemaname = current_schema()"
+        )
+        return int(rows[0][0])
+
+
+@asynccontextmanager
+async def running(
+    mode: Mode, *, concurrency: int, schedulers: int = 2, workers: int = 2, partitions: int = 64
+) -> AsyncIterator[Target]:
+    """Tickwheel in `mode` on fresh stores and a free port, stopped (SIGTERM) afterwards.
+    Limits that would shed a benchmark's load (ready depth, drain time) are lifted."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "TICKWHEEL_PORT": str(port),
+        "TICKWHEEL_CONCURRENCY": str(concurrency),
+        "TICKWHEEL_LOG_LEVEL": "warning",
+        "TICKWHEEL_MAX_READY_DEPTH": "100000000",
+        "TICKWHEEL_MAX_DRAIN_SECONDS": "100000",
+    }
+    if mode is Mode.EMBEDDED:
+        folder = Path(tempfile.mkdtemp(prefix="tickwheel-bench-"))
+        env["TICKWHEEL_DATABASE_URL"] = f"sqlite:///{folder / 'bench.db'}"
+        try:
+            async with _process([TICKWHEEL, "up"], env, port, mode) as target:
+                yield target
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    async with fresh_schema() as (database_url, prefix):
+        env |= {
+            "TICKWHEEL_DATABASE_URL": database_url,
+            "TICKWHEEL_REDIS_URL": REDIS,
+            "TICKWHEEL_REDIS_PREFIX": prefix,
+            "TICKWHEEL_PARTITIONS": str(partitions),
+        }
+        command = [TICKWHEEL, "local-cluster", "--schedulers", str(schedulers)]
+        command += ["--workers", str(workers), "--port", str(port)]
+        async with _process(command, env, port, mode) as target:
+            await _wait_for_owners(target, schedulers)
+            yield target
+
+
+@asynccontextmanager
+async def _process(
+    command: list[str], env: dict[str, str], port: int, mode: Mode
+) -> AsyncIterator[Target]:
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    target = Target(mode, f"http://127.0.0.1:{port}", env)
+    try:
+        await _wait_healthy(target.url, process)
+        yield target
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 120)
+
+
+async def _wait_healthy(url: str, process: asyncio.subprocess.Process) -> None:
+    async with httpx.AsyncClient() as http, asyncio.timeout(STARTUP_SECONDS):
+        while process.returncode is None:
+            try:
+                if (await http.get(f"{url}/healthz")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"Tickwheel exited with {process.returncode} before it was healthy")
+
+
+async def _wait_for_owners(target: Target, schedulers: int) -> None:
+    """Until every scheduler holds partitions, so no measurement includes the share-out."""
+    query = (
+        "SELECT count(DISTINCT owner) FROM partition_leases WHERE owner IS NOT NULL"
+        " AND expires_at >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    )
+    async with asyncio.timeout(STARTUP_SECONDS):
+        while (await target.rows(query))[0][0] < schedulers:
+            await asyncio.sleep(0.2)
+
+
+async def submit_batches(
+    url: str, count: int, schedule: dict[str, Any], concurrency: int = 2
+) -> None:
+    """Submit `count` no-op tasks through the batch endpoint, `concurrency` batches of
+    10,000 at a time, with a progress bar."""
+    body = {"task_type": "noop", "schedule": schedule}
+    sizes = [min(BATCH, count - start) for start in range(0, count, BATCH)]
+    gate = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=300) as http:
+        with steps(f"submitting {count:,}", count) as done:
+            sent = 0
+
+            async def one(size: int) -> None:
+                nonlocal sent
+                async with gate:
+                    answer = await http.post("/api/tasks/batch", json={"tasks": [body] * size})
+                    answer.raise_for_status()
+                sent += size
+                done(sent)
+
+            await asyncio.gather(*(one(size) for size in sizes))
+
+
+async def wait_succeeded(
+    target: Target, count: int, label: str, deadline: float = float("inf")
+) -> int:
+    """Until `count` tasks have succeeded or the monotonic `deadline` passes, with a
+    progress bar; how many succeeded."""
+    with steps(label, count) as done:
+        while (found := await target.succeeded()) < count and time.monotonic() < deadline:
+            done(found)
+            await asyncio.sleep(0.25)
+    return found
