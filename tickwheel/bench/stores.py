@@ -79,3 +79,8 @@ async def delete_keys(prefix: str) -> None:
             await redis.delete(key)
     finally:
         await redis.aclose()
+
+
+def labels(mode: Mode, workload: str) -> dict[str, str]:
+    """The keys that open every result: which system, which workload."""
+    return {"system": f"tickwheel ({mode})", "workload": workload, "mode": str(mode)}

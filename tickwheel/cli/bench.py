@@ -11,7 +11,12 @@ import typer
 
 from tickwheel.bench import peers
 from tickwheel.bench.scenarios import burst as burst_scenario
+from tickwheel.bench.scenarios import dag as dag_scenario
 from tickwheel.bench.scenarios import e2e as e2e_scenario
+from tickwheel.bench.scenarios import memory as memory_scenario
+from tickwheel.bench.scenarios import scale as scale_scenario
+from tickwheel.bench.scenarios import submit as submit_scenario
+from tickwheel.bench.scenarios import sustained as sustained_scenario
 from tickwheel.bench.stores import Mode
 
 bench = typer.Typer(
@@ -91,3 +96,57 @@ def e2e(
 ) -> None:
     """N no-op tasks submitted, triggered, claimed, run and completed: tasks/s."""
     run(e2e_scenario.run(mode, tasks, concurrency=concurrency, count_writes=count_writes))
+
+
+@bench.command("sustained")
+def sustained(
+    rate: Annotated[int, typer.Option(min=1, help="Tasks due each second.")] = 50_000,
+    seconds: Annotated[int, typer.Option(min=1, help="For how long.")] = 60,
+    mode: ModeOption = Mode.EMBEDDED,
+    lead_seconds: Annotated[
+        float | None, typer.Option(min=1, help="Until the first due (default: enough to store).")
+    ] = None,
+) -> None:
+    """A steady trigger rate: releases per second and lateness over time."""
+    run(sustained_scenario.run(mode, rate, seconds, lead_seconds))
+
+
+@bench.command("submit")
+def submit(
+    mode: ModeOption = Mode.EMBEDDED,
+    single: Annotated[int, typer.Option(min=1, help="Tasks sent one request each.")] = 3_000,
+    batches: Annotated[int, typer.Option(min=1, help="Batch requests sent.")] = 10,
+    batch_size: Annotated[int, typer.Option(min=1, max=10_000, help="Tasks a batch.")] = 10_000,
+) -> None:
+    """Submissions per second: single-task HTTP, batch HTTP and the Python SDK."""
+    run(submit_scenario.run(mode, single, batches, batch_size))
+
+
+@bench.command("scale")
+def scale(
+    stored: Annotated[
+        list[int] | None, typer.Option(min=0, help="Tasks stored (repeat for each size).")
+    ] = None,
+    mode: ModeOption = Mode.EMBEDDED,
+) -> None:
+    """Tick cost and lateness with 10K, 1M and 10M tasks stored: flat, or not."""
+    run(scale_scenario.run(mode, stored or [10_000, 1_000_000, 10_000_000]))
+
+
+@bench.command("memory")
+def memory(
+    tasks: Annotated[int, typer.Option(min=1, help="Tasks on the wheels.")] = 1_000_000,
+    mode: ModeOption = Mode.EMBEDDED,
+) -> None:
+    """Resident bytes per task a scheduler holds on its wheels."""
+    run(memory_scenario.run(mode, tasks))
+
+
+@bench.command("dag")
+def dag(
+    tasks: Annotated[int, typer.Option(min=2, help="Tasks in the graph.")] = 10_000,
+    mode: ModeOption = Mode.EMBEDDED,
+    concurrency: Annotated[int, typer.Option(min=1, help="Tasks run at once.")] = 64,
+) -> None:
+    """A random DAG of N tasks: unblock latency p50/p99."""
+    run(dag_scenario.run(mode, tasks, concurrency))

@@ -14,7 +14,7 @@ from typing import Any
 
 from tickwheel.bench.figures import spread
 from tickwheel.bench.progress import say
-from tickwheel.bench.stores import Mode
+from tickwheel.bench.stores import Mode, labels
 from tickwheel.bench.targets import running, submit_batches, wait_succeeded
 
 
@@ -45,9 +45,7 @@ async def run(
     started = [float(r[1] - due_ms) for r in rows]
     in_window = [x for x in started if x <= window * 1000]
     result: dict[str, Any] = {
-        "system": f"tickwheel ({mode})",
-        "workload": "burst",
-        "mode": str(mode),
+        **labels(mode, "burst"),
         "tasks": tasks,
         "ran": len(in_window),
         "never_ran": tasks - len(in_window),

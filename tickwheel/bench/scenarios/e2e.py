@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tickwheel.bench.stores import Mode
+from tickwheel.bench.stores import Mode, labels
 from tickwheel.bench.targets import running, submit_batches, wait_succeeded
 
 
@@ -29,9 +29,7 @@ async def run(
         after = await target.row_writes() if writes is not None else None
     seconds = max(float(last[0][0] or submitted_ms) - began_ms, 1.0) / 1000
     result: dict[str, Any] = {
-        "system": f"tickwheel ({mode})",
-        "workload": "e2e",
-        "mode": str(mode),
+        **labels(mode, "e2e"),
         "tasks": tasks,
         "ran": ran,
         "seconds": round(seconds, 2),

@@ -1,0 +1,105 @@
+"""submit: how fast Tickwheel accepts tasks (validated, committed, acknowledged), over
+single-task HTTP, batch HTTP, and the Python SDK (`tickwheel.AsyncClient`) both ways.
+
+Tasks are due an hour ahead, so what is measured is acceptance, not execution. Raw HTTP
+uses keep-alive connections and no idempotency keys; the SDK sends a key with every
+task, as it always does, so the difference is the price of safe retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from tickwheel import AsyncClient
+from tickwheel.bench.progress import steps
+from tickwheel.bench.stores import Mode, labels
+from tickwheel.bench.targets import running
+from tickwheel.client import task_body
+
+TASK: dict[str, Any] = {
+    "task_type": "noop",
+    "payload": {"order": 42},
+    "schedule": {"type": "delayed", "delay_seconds": 3600},
+}
+
+
+async def run(
+    mode: Mode, single: int = 3_000, batches: int = 10, batch_size: int = 10_000, senders: int = 32
+) -> dict[str, Any]:
+    async with running(mode, concurrency=64) as target:
+        url = target.url
+        return labels(mode, "submit") | {
+            "single_http_per_s": await _rate(single, lambda: _single_http(url, single, senders)),
+            "batch_http_per_s": await _rate(
+                batches * batch_size, lambda: _batch_http(url, batches, batch_size)
+            ),
+            "sdk_single_per_s": await _rate(single, lambda: _sdk_single(url, single, senders)),
+            "sdk_batch_per_s": await _rate(
+                batches * batch_size, lambda: _sdk_batches(url, batches, batch_size)
+            ),
+        }
+
+
+async def _rate(count: int, work: Callable[[], Awaitable[None]]) -> int:
+    began = time.perf_counter()
+    await work()
+    return round(count / (time.perf_counter() - began))
+
+
+async def _concurrently(count: int, senders: int, send: Callable[[], Awaitable[None]]) -> None:
+    """`count` calls of `send`, `senders` at a time, with a progress bar."""
+    left = iter(range(count))
+    with steps(f"submitting {count:,} one by one", count) as done:
+
+        async def sender() -> None:
+            for i in left:
+                await send()
+                done(i + 1)
+
+        await asyncio.gather(*(sender() for _ in range(senders)))
+
+
+async def _single_http(url: str, count: int, senders: int) -> None:
+    limits = httpx.Limits(max_connections=senders, max_keepalive_connections=senders)
+    async with httpx.AsyncClient(base_url=url, limits=limits) as http:
+
+        async def send() -> None:
+            (await http.post("/api/tasks", json=TASK)).raise_for_status()
+
+        await _concurrently(count, senders, send)
+
+
+async def _batch_http(url: str, count: int, size: int) -> None:
+    body = json.dumps({"tasks": [TASK] * size}).encode()
+    headers = {"content-type": "application/json"}
+    async with httpx.AsyncClient(base_url=url, timeout=300) as http:
+        with steps(f"submitting {count} batches of {size:,}", count) as done:
+            for i in range(count):
+                answer = await http.post("/api/tasks/batch", content=body, headers=headers)
+                answer.raise_for_status()
+                done(i + 1)
+
+
+async def _sdk_single(url: str, count: int, senders: int) -> None:
+    limits = httpx.Limits(max_connections=senders)
+    async with AsyncClient(url, transport=httpx.AsyncHTTPTransport(limits=limits)) as client:
+
+        async def send() -> None:
+            await client.submit("noop", {"order": 42}, delay_seconds=3600)
+
+        await _concurrently(count, senders, send)
+
+
+async def _sdk_batches(url: str, count: int, size: int) -> None:
+    async with AsyncClient(url, timeout_seconds=300) as client:
+        with steps(f"submitting {count} batches of {size:,} (SDK)", count) as done:
+            for i in range(count):
+                bodies = [task_body("noop", {"order": 42}, delay_seconds=3600)] * size
+                await client.submit_many(bodies)
+                done(i + 1)
