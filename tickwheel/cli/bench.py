@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tickwheel.bench import compare as comparison
 from tickwheel.bench import peers
 from tickwheel.bench.scenarios import burst as burst_scenario
 from tickwheel.bench.scenarios import dag as dag_scenario
@@ -150,3 +151,26 @@ def dag(
 ) -> None:
     """A random DAG of N tasks: unblock latency p50/p99."""
     run(dag_scenario.run(mode, tasks, concurrency))
+
+
+@bench.command("compare")
+def compare(
+    peer: Annotated[
+        list[str] | None, typer.Option(help="A peer to include (repeat); default: all.")
+    ] = None,
+    mode: Annotated[
+        list[Mode] | None, typer.Option(help="Tickwheel's modes to include; default: both.")
+    ] = None,
+    e2e_tasks: Annotated[int, typer.Option(min=1, help="No-op tasks in e2e.")] = 10_000,
+    burst_tasks: Annotated[int, typer.Option(min=1, help="Tasks due at one instant.")] = 20_000,
+    rounds: Annotated[int, typer.Option(min=1, max=20, help="Interleaved rounds.")] = 1,
+) -> None:
+    """Tickwheel and every peer on the same workloads, interleaved: a table of ratios."""
+    names = peer or list(peers.MODULES)
+    unknown = sorted(set(names) - set(peers.MODULES))
+    if unknown:
+        raise typer.BadParameter(f"unknown peer(s): {', '.join(unknown)}", param_hint="--peer")
+    modes = mode or [Mode.DISTRIBUTED, Mode.EMBEDDED]
+    result = asyncio.run(comparison.compare(names, modes, e2e_tasks, burst_tasks, rounds))
+    comparison.print_table(result)
+    emit(result)

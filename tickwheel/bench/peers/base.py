@@ -196,7 +196,7 @@ async def burst(
             "repeats": repeats,
             "early": sum(x < 0 for x in lateness),
             "start_lateness_ms": spread(lateness),
-            "lead_seconds": lead_seconds,
+            "lead_seconds": round(lead_seconds, 1),
             "submission_outlasted_lead": late_submission,
         }
     finally:

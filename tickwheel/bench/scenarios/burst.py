@@ -54,7 +54,7 @@ async def run(
         "start_lateness_ms": spread(started),
         "early": sum(x < 0 for x in started),
         "drain_seconds": round((max((r[2] for r in rows), default=due_ms) - due_ms) / 1000, 2),
-        "lead_seconds": lead_seconds,
+        "lead_seconds": round(lead_seconds, 1),
         "submission_outlasted_lead": late_submission,
     }
     if writes is not None and after is not None:
