@@ -105,3 +105,11 @@ def test_bad_input_is_named() -> None:
     )
     assert done.returncode == 2
     assert "--tasks" in done.stderr
+
+
+def test_ceilings_measure_every_store() -> None:
+    result = bench("ceilings", "--rows", "2000", "--commands", "2000")
+    for store in ("postgres", "sqlite"):
+        assert result[store]["inserts_per_s"] > 0
+        assert result[store]["updates_per_s"] > 0
+    assert result["redis"]["pipelined_ops_per_s"] > 0

@@ -12,6 +12,7 @@ import typer
 from tickwheel.bench import compare as comparison
 from tickwheel.bench import peers
 from tickwheel.bench.scenarios import burst as burst_scenario
+from tickwheel.bench.scenarios import ceilings as ceilings_scenario
 from tickwheel.bench.scenarios import dag as dag_scenario
 from tickwheel.bench.scenarios import e2e as e2e_scenario
 from tickwheel.bench.scenarios import memory as memory_scenario
@@ -174,3 +175,12 @@ def compare(
     result = asyncio.run(comparison.compare(names, modes, e2e_tasks, burst_tasks, rounds))
     comparison.print_table(result)
     emit(result)
+
+
+@bench.command("ceilings")
+def ceilings(
+    rows: Annotated[int, typer.Option(min=1_000, help="Rows inserted, then updated.")] = 200_000,
+    commands: Annotated[int, typer.Option(min=1_000, help="Redis commands.")] = 200_000,
+) -> None:
+    """What PostgreSQL, SQLite and Redis sustain here: the limits behind every figure."""
+    run(ceilings_scenario.run(rows, commands))

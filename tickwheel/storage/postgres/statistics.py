@@ -4,10 +4,10 @@ Autovacuum analyzes a table only after its naptime (a minute by default). Until 
 the planner still believes the last statistics: right after a burst of inserts into a
 table it last saw with few pending tasks, it estimates that "status = 'pending'" picks
 a handful of rows and plans claims and completions as a scan of every pending task per
-batch (seconds per claim at 100,000 pending, measured with bench/cluster.py). So the
-store counts the rows it inserts and analyzes `tasks` itself once they reach a tenth of
-the table (at least `minimum`): an ANALYZE samples a bounded number of rows, and it
-invalidates the cached plans of every connection.
+batch (seconds per claim at 100,000 pending, measured with `tickwheel bench burst
+--mode distributed`). So the store counts the rows it inserts and analyzes `tasks`
+itself once they reach a tenth of the table (at least `minimum`): an ANALYZE samples a
+bounded number of rows, and it invalidates the cached plans of every connection.
 """
 
 from __future__ import annotations
