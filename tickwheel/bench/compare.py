@@ -1,9 +1,9 @@
 """`tickwheel bench compare`: Tickwheel and each peer on the same two workloads, one
 system after another, interleaved, then a table of each one's ratio to Tickwheel.
 
-The workloads are those of `peers.base`: `e2e` (no-op tasks due now: tasks/s) and
-`burst` (tasks with an ETA at one instant: start lateness, and how many never ran within
-60 s). Each round runs every system's e2e, then every system's burst, starting one
+The workloads are those of `peers.base`: `e2e` (no-op tasks due now: tasks/s over what
+ran within 60 s) and `burst` (tasks with an ETA at one instant: start lateness, and how
+many never ran within 60 s of it). Each round runs every system's e2e, then every system's burst, starting one
 system further along each round, so that a slow minute of this shared machine does not
 always land on the same system. The reference is Tickwheel in distributed mode, which
 runs on the same Redis and PostgreSQL as the peers; embedded Tickwheel is a row too.
@@ -48,7 +48,7 @@ def peer_system(name: str) -> tuple[str, dict[str, Workload]]:
     async def e2e(tasks: int, _lead: float) -> Result:
         system = peers.load(name)
         try:
-            return await base.e2e(system, tasks)
+            return await base.e2e(system, tasks, WINDOW_SECONDS)
         finally:
             await system.close()
 
