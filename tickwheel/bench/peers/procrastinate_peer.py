@@ -14,6 +14,12 @@ job of an earlier run is left.
 Submission: `configure_task(name, schedule_at=...).batch_defer_async(...)`, its
 documented batch API: one statement per chunk of the harness.
 
+Reading its figures: a worker fetches through a plpgsql function whose cached plan rests
+on the jobs table's statistics. Right after `reset` the table has none until autovacuum
+analyzes it, and until then, with thousands of jobs due at once, every fetch sorts all
+the waiting jobs (tens of ms each), so the burst drains slowly. Nothing here runs ANALYZE
+for it: Procrastinate does not, and its documentation does not ask for it.
+
 Logging: `--log-level=warning`.
 """
 
