@@ -1,13 +1,9 @@
-"""Celery as a peer: its documented workers run every task of both workloads, once."""
+"""Celery through both workloads: its documented workers run every task, once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-import pytest
-
-pytestmark = pytest.mark.slow
+from peer_workloads import check_workloads
 
 
-async def test_celery_runs_every_task_once(check_peer: Callable[[str], Awaitable[None]]) -> None:
-    await check_peer("celery")
+async def test_celery_runs_every_task_once() -> None:
+    await check_workloads("celery")

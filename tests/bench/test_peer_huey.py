@@ -1,13 +1,9 @@
-"""Huey as a peer: its documented workers run every task of both workloads, once."""
+"""Huey through both workloads: its documented workers run every task, once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-import pytest
-
-pytestmark = pytest.mark.slow
+from peer_workloads import check_workloads
 
 
-async def test_huey_runs_every_task_once(check_peer: Callable[[str], Awaitable[None]]) -> None:
-    await check_peer("huey")
+async def test_huey_runs_every_task_once() -> None:
+    await check_workloads("huey")

@@ -1,13 +1,9 @@
-"""RQ as a peer: its documented workers run every task of both workloads, once."""
+"""RQ through both workloads: its documented workers run every task, once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-import pytest
-
-pytestmark = pytest.mark.slow
+from peer_workloads import check_workloads
 
 
-async def test_rq_runs_every_task_once(check_peer: Callable[[str], Awaitable[None]]) -> None:
-    await check_peer("rq")
+async def test_rq_runs_every_task_once() -> None:
+    await check_workloads("rq")

@@ -3,12 +3,13 @@ system after another, interleaved, then a table of each one's ratio to Tickwheel
 
 The workloads are those of `peers.base`: `e2e` (no-op tasks due now: tasks/s over what
 ran within 60 s) and `burst` (tasks with an ETA at one instant: start lateness, and how
-many never ran within 60 s of it). Each round runs every system's e2e, then every system's burst, starting one
-system further along each round, so that a slow minute of this shared machine does not
-always land on the same system. The reference is Tickwheel in distributed mode, which
-runs on the same Redis and PostgreSQL as the peers; embedded Tickwheel is a row too.
-A system's burst starts far enough ahead for its own submission to finish (from its e2e
-submission rate), so that slow submission is not counted as lateness.
+many never ran within 60 s of it). Each round runs every system's e2e, then every
+system's burst, starting one system further along each round, so that a slow minute of
+this shared machine does not always land on the same system. The reference is Tickwheel
+in distributed mode, which runs on the same Redis and PostgreSQL as the peers; embedded
+Tickwheel is a row too. A system's burst starts far enough ahead for its own submission
+to finish (from its e2e submission rate), so that slow submission is not counted as
+lateness.
 """
 
 from __future__ import annotations

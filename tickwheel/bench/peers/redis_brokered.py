@@ -9,12 +9,10 @@ import asyncio
 import os
 import sys
 from abc import ABC, abstractmethod
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-import redis.asyncio
-
-from tickwheel.bench.peers.sink import sink_url
+from tickwheel.bench.peers.shared import InSinkRedis, eta
 
 CORES = os.cpu_count() or 1
 
@@ -24,7 +22,7 @@ def script(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-class RedisBrokered(ABC):
+class RedisBrokered(InSinkRedis, ABC):
     """A `Peer` whose broker is the sink's database, driven by a synchronous client: a
     subclass says how to enqueue a chunk and how to let go of its connections."""
 
@@ -42,19 +40,8 @@ class RedisBrokered(ABC):
     def release(self) -> None:
         """Close the client's connections (runs in a thread)."""
 
-    def worker_env(self) -> dict[str, str]:
-        return {}  # the sink's URL, which the harness passes, is the broker's
-
-    async def reset(self) -> None:
-        client = redis.asyncio.Redis.from_url(sink_url())
-        try:
-            await client.flushdb()
-        finally:
-            await client.aclose()
-
     async def submit(self, run: str, indexes: range, due_ms: int | None) -> None:
-        eta = None if due_ms is None else datetime.fromtimestamp(due_ms / 1000, UTC)
-        await asyncio.to_thread(self.enqueue, run, indexes, eta)
+        await asyncio.to_thread(self.enqueue, run, indexes, eta(due_ms))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.release)
