@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 from harness import Tickwheel
+from services import require
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,3 +89,35 @@ def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
 
     (block,) = marked_blocks("workflow-python", "python")
     assert run_python(block, tw) == "['extract', 'clean', 'load']\n0 3 * * *\n"
+
+
+def test_bench_compare_runs_verbatim() -> None:
+    """The README's quick comparison: Tickwheel in both modes and Huey, every task run."""
+    (block,) = marked_blocks("bench", "sh")
+    env = {
+        **os.environ,
+        "TICKWHEEL_BENCH_DATABASE_URL": require("postgres"),
+        "TICKWHEEL_BENCH_REDIS_URL": require("redis"),
+        "TICKWHEEL_BENCH_SINK_URL": require("redis"),
+    }
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Tickwheel and its peers on this machine" in done.stdout
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {row["system"]: row for row in result["rows"]}
+    assert list(rows) == ["tickwheel (distributed)", "tickwheel (embedded)", "huey"]
+    for row in rows.values():
+        assert row["error"] is None
+        assert row["e2e_unfinished"] == 0
+        assert row["burst_never_ran"] == 0
+        assert row["repeats"] == 0
+    assert rows["tickwheel (distributed)"]["e2e_ratio"] == 1.0
+    assert rows["huey"]["e2e_ratio"] is not None
+    assert result["machine"]["cores"] == os.cpu_count()
