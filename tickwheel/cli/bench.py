@@ -76,8 +76,11 @@ def burst(
     tasks: Annotated[int, typer.Option(min=1, help="Tasks due in the same second.")] = 300_000,
     mode: ModeOption = Mode.EMBEDDED,
     lead_seconds: Annotated[
-        float, typer.Option(min=1, help="From the start of submission to the due second.")
-    ] = 30.0,
+        float | None,
+        typer.Option(
+            min=1, help="From the start of submission to the due second [default: 10 + N/4000]."
+        ),
+    ] = None,
     concurrency: Concurrency = 512,
     count_writes: CountWrites = False,
 ) -> None:

@@ -21,13 +21,15 @@ from tickwheel.bench.targets import running, submit_batches, wait_succeeded
 async def run(
     mode: Mode,
     tasks: int = 300_000,
-    lead_seconds: float = 30.0,
+    lead_seconds: float | None = None,
     window: float = 600.0,
     concurrency: int = 512,
     count_writes: bool = False,
 ) -> dict[str, Any]:
     async with running(mode, concurrency=concurrency) as target:
         writes = await target.row_writes() if count_writes else None
+        if lead_seconds is None:  # time to submit at 4,000 tasks/s, and 10 s more
+            lead_seconds = 10 + tasks / 4_000
         due_ms = (int(time.time()) + 1 + round(lead_seconds)) * 1000
         began = time.perf_counter()
         due = datetime.fromtimestamp(due_ms / 1000, UTC).isoformat()
