@@ -42,10 +42,16 @@ def test_burst_of_300_http_tasks_each_fires_once_and_never_early(
         tasks = [http.get(f"/api/tasks/{i}").json() for i in ids]
     assert sorted(c.task_id for c in target.calls) == sorted(ids)  # each exactly once
     assert min(c.at for c in target.calls) >= due.timestamp()  # none early
+    # Late from its due time, or from its acceptance if one was accepted after it (300
+    # single submissions can outlast the 3 s on a loaded machine).
     lateness = sorted(
-        (datetime.fromisoformat(t["triggered_at"]) - due).total_seconds() for t in tasks
+        (
+            datetime.fromisoformat(t["triggered_at"])
+            - max(due, datetime.fromisoformat(t["created_at"]))
+        ).total_seconds()
+        for t in tasks
     )
-    assert lateness[0] >= 0
+    assert lateness[0] >= -0.001  # created_at and triggered_at are in whole milliseconds
     assert lateness[-1] < 1.0, "the product promises triggering within a second"
     assert all(t["status"] == "succeeded" and t["attempts"] == 1 for t in tasks)
 
