@@ -22,12 +22,10 @@ from typing import Any
 
 from tickwheel.bench.progress import steps
 from tickwheel.bench.stores import Mode, fresh_settings, labels
+from tickwheel.bench.storing import store_noops
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
-from tickwheel.models import ScheduleType
 
-BATCH = 10_000
 MINUTE_MS = 60_000
 LOAD_SECONDS = 600.0
 
@@ -76,17 +74,4 @@ async def _store(settings: Settings, tasks: int) -> None:
     rng = random.Random(1)
     async with Node(settings=settings, roles=frozenset({Role.API})) as node:
         soon = node.clock.now_ms() + 10 * MINUTE_MS
-        with steps(f"storing {tasks:,}", tasks) as done:
-            for offset in range(0, tasks, BATCH):
-                batch = [
-                    TaskRequest(
-                        "noop",
-                        None,
-                        ScheduleRequest(
-                            ScheduleType.DELAYED, due_ms=soon + rng.randrange(10 * MINUTE_MS)
-                        ),
-                    )
-                    for _ in range(min(BATCH, tasks - offset))
-                ]
-                await node.service.submit_many(batch)
-                done(offset + len(batch))
+        await store_noops(node, tasks, lambda _: soon + rng.randrange(10 * MINUTE_MS))

@@ -15,20 +15,13 @@ import time
 from typing import Any
 
 from tickwheel.bench.figures import spread
-from tickwheel.bench.progress import steps
 from tickwheel.bench.stores import Mode, fresh_settings, labels
+from tickwheel.bench.storing import noop_at, store_noops
 from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
-from tickwheel.models import ScheduleType
 from tickwheel.storage.base import TaskFilter
 
-BATCH = 10_000
 DUE_TASKS = 2_000
 DAY_MS = 86_400_000
-
-
-def later(due_ms: int) -> TaskRequest:
-    return TaskRequest("noop", None, ScheduleRequest(ScheduleType.DELAYED, due_ms=due_ms))
 
 
 async def run(mode: Mode, sizes: list[int]) -> dict[str, Any]:
@@ -43,11 +36,8 @@ async def run(mode: Mode, sizes: list[int]) -> dict[str, Any]:
 
 
 async def one_size(node: Node, stored: int) -> dict[str, Any]:
-    tomorrow = later(node.clock.now_ms() + DAY_MS)
-    with steps(f"storing {stored:,} due tomorrow", stored) as done:
-        for offset in range(0, stored, BATCH):
-            await node.service.submit_many([tomorrow] * min(BATCH, stored - offset))
-            done(min(offset + BATCH, stored))
+    tomorrow = node.clock.now_ms() + DAY_MS
+    await store_noops(node, stored, lambda _: tomorrow)
     loads = []
     for _ in range(5):
         began = time.perf_counter()
@@ -66,7 +56,7 @@ async def one_size(node: Node, stored: int) -> dict[str, Any]:
 
     node.trigger.tick = timed_tick  # type: ignore[method-assign]
     due_ms = (node.clock.now_ms() // 1000 + 4) * 1000
-    await node.service.submit_many([later(due_ms)] * DUE_TASKS)
+    await node.service.submit_many([noop_at(due_ms)] * DUE_TASKS)
     while node.worker.completed < DUE_TASKS:
         await asyncio.sleep(0.01)
     newest = await node.store.list_tasks(TaskFilter(), before_seq=None, limit=DUE_TASKS)

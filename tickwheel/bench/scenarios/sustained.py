@@ -24,14 +24,12 @@ from redis.asyncio import Redis
 from tickwheel.bench.figures import spread
 from tickwheel.bench.progress import steps
 from tickwheel.bench.stores import REDIS, Mode, fresh_settings, labels
+from tickwheel.bench.storing import store_noops
 from tickwheel.bench.targets import running
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
-from tickwheel.models import ScheduleType
 from tickwheel.queue.base import ReadyItem
 
-BATCH = 10_000
 ITEM = struct.Struct("<qqq")  # a ready-queue item in Redis: seq, due_ms, triggered_ms
 Stamp = tuple[int, int, int]  # seq, due_ms, released_ms
 
@@ -62,18 +60,7 @@ async def store_evenly(node: Node, first_due_ms: int, rate: int, count: int) -> 
     """Store `count` no-op tasks due `rate` per second from `first_due_ms`; the seconds
     it took. Fails if storing outlasted the lead."""
     began = time.perf_counter()
-    with steps(f"storing {count:,}", count) as done:
-        for start in range(0, count, BATCH):
-            batch = [
-                TaskRequest(
-                    "noop",
-                    None,
-                    ScheduleRequest(ScheduleType.DELAYED, due_ms=first_due_ms + i * 1000 // rate),
-                )
-                for i in range(start, min(start + BATCH, count))
-            ]
-            await node.service.submit_many(batch)
-            done(start + len(batch))
+    await store_noops(node, count, lambda i: first_due_ms + i * 1000 // rate)
     if time.time() * 1000 > first_due_ms - 1000:
         raise SystemExit("storing outlasted the lead time: raise --lead-seconds")
     return time.perf_counter() - began
