@@ -168,7 +168,7 @@ export function schedules(root) {
         h("td", {}, s.task_type), h("td", {}, h("code", {}, s.cron_expression), " ", h("span", { class: "muted" }, s.timezone)),
         h("td", { class: "num" }, `${s.jitter_seconds} s`), h("td", {}, when(s.next_fire_time)),
         h("td", {}, s.last_run ? h("a", { href: `#/task/${s.last_run.task_id}` }, statusBadge(s.last_run.status)) : h("span", { class: "muted" }, "none yet")),
-        h("td", {}, statusBadge(s.status)),
+        h("td", { class: "schedule-status" }, statusBadge(s.status)),
         h("td", {}, h("button", { onclick: toggle(s) }, s.status === "paused" ? "Resume" : "Pause"))))));
   };
 }
