@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ class Target:
 
     def _sqlite_rows(self, query: str) -> list[tuple[Any, ...]]:
         path = self.database_url.removeprefix("sqlite:///")
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30) as db:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
             return db.execute(query).fetchall()
 
     async def succeeded(self) -> int:
