@@ -20,10 +20,11 @@ from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 
 from tickwheel.bench.progress import steps
-from tickwheel.bench.stores import REDIS, Mode, fresh_schema, postgres
+from tickwheel.bench.stores import POSTGRES, REDIS, Mode, fresh_schema
 from tickwheel.config import Settings
 
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
@@ -44,13 +45,23 @@ class Target:
         self.mode, self.url = mode, url
         self.settings = Settings().from_env(env)  # what its processes run with
         self.database_url = self.settings.database_url
+        self._postgres: asyncpg.Connection | None = None  # one for every poll
 
     async def rows(self, query: str) -> list[tuple[Any, ...]]:
         """The rows of a read-only query (written to run on SQLite and PostgreSQL)."""
         if self.mode is Mode.EMBEDDED:
             return await asyncio.to_thread(self._sqlite_rows, query)
-        schema = self.database_url.rsplit("search_path=", 1)[1]
-        return [tuple(r) for r in await postgres(query, schema=schema)]
+        if self._postgres is None:
+            schema = self.database_url.rsplit("search_path=", 1)[1]
+            self._postgres = await asyncpg.connect(
+                POSTGRES, server_settings={"search_path": schema}
+            )
+        return [tuple(r) for r in await self._postgres.fetch(query)]
+
+    async def close(self) -> None:
+        if self._postgres is not None:
+            await self._postgres.close()
+            self._postgres = None
 
     def _sqlite_rows(self, query: str) -> list[tuple[Any, ...]]:
         path = self.database_url.removeprefix("sqlite:///")
@@ -125,6 +136,7 @@ async def _process(
         await _wait_healthy(target.url, process)
         yield target
     finally:
+        await target.close()
         os.killpg(process.pid, signal.SIGTERM)
         await asyncio.wait_for(process.wait(), 120)
 
