@@ -7,8 +7,9 @@ Lists are newest first and paged by opaque tokens; the task list and its filters
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 
@@ -21,10 +22,16 @@ from tickwheel.errors import InvalidRequest
 from tickwheel.storage.base import Page
 
 router = APIRouter(tags=["operations"])
+T = TypeVar("T")
 # Each workflow on a page has its tasks counted (up to 10,000 each): smaller pages.
 MAX_WORKFLOW_PAGE = 100
 MAX_KEY_CHARS = 256
 READ_ERRORS: dict[int | str, dict[str, Any]] = {422: ERRORS[422]}
+
+
+def page_after(found: Sequence[T], limit: int, key: Callable[[T], Page]) -> str | None:
+    """The token of the page after `found` when it was a full page, else None."""
+    return encode_page(key(found[-1])) if len(found) == limit else None
 
 
 class ScheduleStatus(StrEnum):
@@ -59,10 +66,7 @@ async def list_schedules(
     found = await node_of(request).store.list_schedules(
         statuses=statuses, before=decode_page(next_token), limit=limit
     )
-    token = None
-    if len(found) == limit:
-        last = found[-1].schedule
-        token = encode_page(Page(last.created_ms, last.schedule_id))
+    token = page_after(found, limit, lambda s: Page(s.schedule.created_ms, s.schedule.schedule_id))
     return SchedulePage(schedules=[views.schedule_summary_out(s) for s in found], next_token=token)
 
 
@@ -80,10 +84,7 @@ async def list_workflows(
     """Workflows, newest first, with their tasks counted by status and the workflow's
     status derived from theirs (as `GET /api/workflows/{id}`)."""
     found = await node_of(request).store.list_workflows(before=decode_page(next_token), limit=limit)
-    token = None
-    if len(found) == limit:
-        last = found[-1].record
-        token = encode_page(Page(last.created_ms, last.workflow_id))
+    token = page_after(found, limit, lambda w: Page(w.record.created_ms, w.record.workflow_id))
     return WorkflowPage(workflows=[views.workflow_summary_out(w) for w in found], next_token=token)
 
 
