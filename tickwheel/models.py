@@ -146,6 +146,9 @@ class NewTask:
     workflow_id: str | None = None
     node_name: str | None = None  # its name within its workflow
     ordering_key: str | None = None  # runs after the earlier-due tasks of its key
+    # Set when the client chose `task_id`: the id is then the submission's dedupe, and a
+    # repeat with the same id must be the same request (this hash) to be answered.
+    request_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,6 +234,39 @@ async def test_a_key_is_free_again_after_its_window(store: Store) -> None:
     assert held.task_id == "task-b"
 
 
+def named(name: object, request: str = "same") -> NewTask:
+    """A task whose id the client chose: the id dedupes it, with no key row."""
+    return replace(new_task(name), request_hash=request)
+
+
+async def test_a_repeated_chosen_id_is_held_by_the_task_it_made(store: Store) -> None:
+    (first,) = await store.insert_tasks_with_holders([named("a")])
+    held = await store.insert_tasks_with_holders([named("a"), named("b"), named("b")])
+
+    assert first == (first.seq, "task-a", False)
+    assert [(h.task_id, h.repeat) for h in held] == [
+        ("task-a", True),
+        ("task-b", False),
+        ("task-b", True),  # the same request twice in one call makes one task
+    ]
+    assert held[0].seq == first.seq and held[1].seq == held[2].seq
+    assert [t.task_id for t in await store.list_tasks(EVERYTHING, before_seq=None, limit=10)] == [
+        "task-b",
+        "task-a",
+    ]
+
+
+async def test_a_chosen_id_taken_by_another_request_rejects_the_whole_call(store: Store) -> None:
+    await store.insert_tasks([named("a"), new_task("made-by-the-server")])
+
+    with pytest.raises(RejectedItems) as rejected:
+        await store.insert_tasks([named("b"), named("a", "different"), named("made-by-the-server")])
+
+    assert sorted(rejected.value.errors) == [1, 2]
+    assert all(isinstance(e, IdempotencyConflict) for e in rejected.value.errors.values())
+    assert await store.get_task("task-b") is None
+
+
 async def test_a_failing_batch_commits_nothing(store: Store) -> None:
     (kept,) = await store.insert_tasks([new_task("kept")])
 

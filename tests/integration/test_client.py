@@ -4,6 +4,7 @@ never make a second task, and typed errors."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -83,7 +84,8 @@ async def test_submit_wait_and_read(connect: ClientFactory) -> None:
     done = await client.wait(submitted.task_id, timeout_seconds=10)
     assert done.status == "succeeded"
     assert (done.payload, done.max_retries, done.priority) == ({"n": 1}, 2, 5)
-    assert done.idempotency_key is not None  # the client sent one of its own
+    assert done.idempotency_key is None  # the client named the task instead (UUIDv7)
+    assert uuid.UUID(submitted.task_id).version == 7
     (execution,) = (await client.history(submitted.task_id)).executions
     assert execution.outcome == "succeeded"
     assert (await client.health()).ok

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from contextlib import closing
 from typing import Any
 
 import httpx
+import pytest
 
 from tickwheel.engine.node import Node
+from tickwheel.ids import new_id
 
 LATER = {"type": "delayed", "delay_seconds": 3600}
 
@@ -158,3 +162,75 @@ async def test_a_cron_key_reused_for_another_request_is_409_and_stores_nothing(
     one_off = await api.post("/api/tasks", json={**_task("hourly"), "task_type": "noop"})
     assert one_off.status_code == 409  # a one-off is a different request
     assert len(await _tasks(api)) == 1
+
+
+# -- task ids the client chose ------------------------------------------------
+
+
+def _named(task_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "task_type": "noop",
+        "payload": {"n": 1},
+        "schedule": LATER,
+        **extra,
+    }
+
+
+def _key_rows(node: Node) -> int:
+    path = node.settings.database_url.removeprefix("sqlite:///")
+    with closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT count(*) FROM idempotency_keys").fetchone()[0])
+
+
+async def test_a_chosen_task_id_dedupes_a_retried_batch_without_a_key_row(
+    api: httpx.AsyncClient, node: Node
+) -> None:
+    batch = {"tasks": [_named(new_id()) for _ in range(20)]}
+    first = await api.post("/api/tasks/batch", json=batch)
+    again = await api.post("/api/tasks/batch", json=batch)
+    assert (first.status_code, again.status_code) == (201, 201)
+    ids = [t["task_id"] for t in batch["tasks"]]
+    assert [t["task_id"] for t in first.json()["tasks"]] == ids
+    assert [t["task_id"] for t in again.json()["tasks"]] == ids
+    assert all(t["duplicate"] for t in again.json()["tasks"])
+    assert not any(t["duplicate"] for t in first.json()["tasks"])
+    assert len(await _tasks(api)) == 20
+    assert _key_rows(node) == 0  # the id is the dedupe: no second row per task
+
+
+async def test_a_chosen_task_id_with_another_request_is_409_and_stores_nothing(
+    api: httpx.AsyncClient,
+) -> None:
+    taken = new_id()
+    single = await api.post("/api/tasks", json=_named(taken))
+    repeat = await api.post("/api/tasks", json=_named(taken))
+    assert (single.status_code, repeat.status_code) == (201, 200)
+    assert repeat.headers["Idempotent-Replayed"] == "true"
+    other = await api.post("/api/tasks", json=_named(taken, payload={"n": 2}))
+    assert other.status_code == 409
+    assert other.json()["error"] == "idempotency_conflict" and taken in other.json()["message"]
+    batch = {"tasks": [_named(new_id()), _named(taken, priority=3)]}
+    answer = await api.post("/api/tasks/batch", json=batch)
+    assert answer.status_code == 409 and "tasks.1" in answer.json()["message"]
+    assert [t["task_id"] for t in await _tasks(api)] == [taken]
+
+
+@pytest.mark.parametrize(
+    "task_id", ["not-a-uuid", "01A23D0F-5791-742C-9D21-FE23199D3721", "", "x" * 5000]
+)
+async def test_a_chosen_task_id_must_be_a_canonical_uuid(
+    api: httpx.AsyncClient, task_id: str
+) -> None:
+    answer = await api.post("/api/tasks", json=_named(task_id))
+    assert answer.status_code == 422
+    assert answer.json()["field"] == "task_id"
+    assert await _tasks(api) == []
+
+
+async def test_a_cron_task_or_a_workflow_task_takes_no_chosen_id(api: httpx.AsyncClient) -> None:
+    cron = _named(new_id(), schedule={"type": "cron", "cron_expression": "@daily"})
+    assert (await api.post("/api/tasks", json=cron)).status_code == 422
+    flow = {"tasks": [{"name": "a", "task_type": "noop", "task_id": new_id()}]}
+    answer = await api.post("/api/workflows", json=flow)
+    assert answer.status_code == 422 and "task_id" in answer.json()["field"]

@@ -54,6 +54,7 @@ MAX_BATCH_TASKS = 10_000
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
 NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 class Strict(BaseModel):
@@ -115,6 +116,14 @@ class ScheduleIn(Strict):
 
 
 class TaskIn(Strict):
+    task_id: str | None = Field(
+        None,
+        pattern=UUID_PATTERN,
+        description="An id the client chose for the task (a UUID, canonical lowercase form; "
+        "the Python client sends a time-ordered UUIDv7). Sending the same request with the "
+        "same id again, for as long as the task is kept, answers 200 with the task first "
+        "made instead of a second task; a different request with a taken id is a 409.",
+    )
     task_type: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
     payload: Any = None
     schedule: ScheduleIn = Field(default_factory=lambda: ScheduleIn())

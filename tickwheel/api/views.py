@@ -56,6 +56,7 @@ def task_request(body: TaskIn, node: Node) -> TaskRequest:
         body.idempotency_key,
         tuple(body.dependencies),
         body.ordering_key,
+        body.task_id,
     )
 
 

@@ -48,6 +48,7 @@ from tickwheel.errors import (
     TickwheelError,
     Unauthorized,
 )
+from tickwheel.ids import new_id
 from tickwheel.models import SUBMIT_OPTIONS, Status, SubmitOptions
 
 T = TypeVar("T")
@@ -112,21 +113,31 @@ def task_body(
 
 def _keyed(body: Mapping[str, Any]) -> dict[str, Any]:
     """The body with an idempotency key of its own, so that a retry cannot make a
-    second task."""
+    second schedule or workflow."""
     keyed = dict(body)
     keyed.setdefault("idempotency_key", f"tw-client-{uuid.uuid4()}")
     return keyed
 
 
+def _named(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The task with an id the client chose, so that a retry cannot make a second task:
+    the id is the dedupe, at no cost per task (a cron task keeps a key instead)."""
+    if body.get("idempotency_key") is not None or "task_id" in body:
+        return dict(body)
+    if (body.get("schedule") or {}).get("type") == "cron":
+        return _keyed(body)
+    return {**body, "task_id": new_id()}
+
+
 def submit(body: Mapping[str, Any]) -> Call[SubmittedOut]:
-    return Call("POST", "/api/tasks", _model(SubmittedOut), json=_keyed(body))
+    return Call("POST", "/api/tasks", _model(SubmittedOut), json=_named(body))
 
 
 def submit_many(bodies: Iterable[Mapping[str, Any]]) -> Call[list[SubmittedOut]]:
     def parse(answer: Any) -> list[SubmittedOut]:
         return BatchOut.model_validate(answer).tasks
 
-    tasks = [_keyed(body) for body in bodies]
+    tasks = [_named(body) for body in bodies]
     return Call("POST", "/api/tasks/batch", parse, json={"tasks": tasks})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -61,6 +62,20 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
         request.ordering_key,
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _chosen_id(task_id: str) -> str:
+    """A task id the client chose: a UUID in its canonical form, so that one id is
+    always one text (a time-ordered UUIDv7 keeps the id index append-only)."""
+    try:
+        canonical = str(uuid.UUID(task_id))
+    except ValueError:
+        canonical = None
+    if canonical != task_id:
+        raise InvalidRequest(
+            "task_id", "must be a UUID in canonical form (36 lowercase characters)"
+        )
+    return task_id
 
 
 def _depth(value: Any) -> int:
@@ -119,6 +134,8 @@ class TaskRequest:
     idempotency_key: str | None = None
     dependencies: tuple[str, ...] = ()  # task ids that must succeed first
     ordering_key: str | None = None  # one at a time per key, in due order
+    # Chosen by the client (a UUID): a retry with the same id answers the task it made.
+    task_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +219,7 @@ class TaskService:
             raise Conflict(f"tasks.{index}: {error}") from None
         self._on_committed()
         submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
-        repeats = [
-            i for i, (t, h) in enumerate(zip(tasks, held, strict=True)) if h.task_id != t.task_id
-        ]
+        repeats = [i for i, h in enumerate(held) if h.repeat]
         if repeats:
             await self._point_repeats_at_originals(submitted, held, repeats)
         return submitted
@@ -226,7 +241,10 @@ class TaskService:
     def new_task(self, request: TaskRequest, now_ms: int, task_id: str | None = None) -> NewTask:
         """The task to store for `request`; raises InvalidRequest naming the field at fault."""
         encoded = self._check(request)
-        idempotency = self._idempotency(request, encoded, now_ms)
+        request_hash = None
+        if request.idempotency_key is not None or request.task_id is not None:
+            request_hash = _request_hash(request, encoded)
+        idempotency = self._idempotency(request, request_hash, now_ms)
         schedule = request.schedule
         if schedule.type is ScheduleType.CRON:
             raise InvalidRequest(
@@ -242,6 +260,10 @@ class TaskService:
                 due = now_ms + round(schedule.delay_seconds * 1000)
             else:
                 raise InvalidRequest("schedule", "a delayed task needs due_time or delay_seconds")
+        if request.task_id is not None:
+            if task_id is not None:
+                raise InvalidRequest("task_id", "a workflow's tasks are named, not given ids")
+            task_id = _chosen_id(request.task_id)
         task_id = task_id or new_id()
         return NewTask(
             task_id=task_id,
@@ -256,6 +278,7 @@ class TaskService:
             idempotency=idempotency,
             predecessors=request.dependencies,
             ordering_key=request.ordering_key,
+            request_hash=request_hash if request.task_id is not None else None,
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
@@ -287,7 +310,12 @@ class TaskService:
             created_ms=now,
         )
         first = instance_of(schedule, first_due_ms(schedule, now), now, self._partitions)
-        first = replace(first, idempotency=self._idempotency(request, encoded, now))
+        if request.task_id is not None:
+            raise InvalidRequest(
+                "task_id", "a cron task's id is its schedule's: give an idempotency_key"
+            )
+        request_hash = _request_hash(request, encoded) if request.idempotency_key else None
+        first = replace(first, idempotency=self._idempotency(request, request_hash, now))
         try:
             holder = await self._store.insert_schedule(schedule, first)
         except RejectedItems as rejected:
@@ -299,13 +327,13 @@ class TaskService:
         self._on_committed()
         return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
 
-    def _idempotency(self, request: TaskRequest, encoded: str, now_ms: int) -> Idempotency | None:
-        if request.idempotency_key is None:
+    def _idempotency(
+        self, request: TaskRequest, request_hash: str | None, now_ms: int
+    ) -> Idempotency | None:
+        if request.idempotency_key is None or request_hash is None:
             return None
         return Idempotency(
-            request.idempotency_key,
-            _request_hash(request, encoded),
-            now_ms - self.idempotency_window_ms,
+            request.idempotency_key, request_hash, now_ms - self.idempotency_window_ms
         )
 
     def _check(self, request: TaskRequest) -> str:

@@ -119,8 +119,12 @@ class Propagated(NamedTuple):
 
 
 class Held(NamedTuple):
+    """The task that holds an insert's slot: the task itself, or for a repeated
+    submission (`repeat`) the task first made for it."""
+
     seq: int
     task_id: str
+    repeat: bool = False
 
 
 class Fence(NamedTuple):

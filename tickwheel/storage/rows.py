@@ -50,6 +50,7 @@ def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
         t.ordering_key,
         str(status),
         t.created_ms if status.is_final else None,
+        t.request_hash,
     ]
 
 

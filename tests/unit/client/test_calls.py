@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -42,11 +43,23 @@ def test_task_bodies_are_what_the_api_accepts() -> None:
         task_body("noop", delay=5)  # type: ignore[call-arg]
 
 
-def test_submissions_carry_a_fresh_key_unless_given_one() -> None:
+def test_submissions_carry_a_fresh_task_id_unless_given_a_key() -> None:
+    """The client names each task with a UUIDv7 of its own: the id dedupes a retry."""
     one, two = calls.submit(task_body("noop")), calls.submit(task_body("noop"))
-    assert one.json["idempotency_key"] != two.json["idempotency_key"]
+    assert one.json["task_id"] != two.json["task_id"]
+    assert uuid.UUID(one.json["task_id"]).version == 7
+    assert "idempotency_key" not in one.json
+    (batched,) = calls.submit_many([task_body("noop")]).json["tasks"]
+    assert uuid.UUID(batched["task_id"]).version == 7
     mine = calls.submit(task_body("noop", idempotency_key="mine"))
-    assert mine.json["idempotency_key"] == "mine"
+    assert mine.json["idempotency_key"] == "mine" and "task_id" not in mine.json
+
+
+def test_a_cron_submission_carries_a_key_not_an_id() -> None:
+    """A cron task's id is its schedule's, made by the server: a key dedupes it."""
+    cron = calls.submit(task_body("noop", cron="@daily"))
+    assert "task_id" not in cron.json
+    assert cron.json["idempotency_key"].startswith("tw-client-")
 
 
 @pytest.mark.parametrize(

@@ -23,13 +23,13 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at
+    completed_at, request_hash
 )
 SELECT * FROM unnest(
     $1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::int[], $11::int[], $12::float8[], $13::float8[],
     $14::float8[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::text[],
-    $20::text[], $21::text[], $22::bigint[]
+    $20::text[], $21::text[], $22::bigint[], $23::text[]
 );
 
 -- name: statuses_of
@@ -144,17 +144,26 @@ WHERE workflow_id = ANY($1::text[])
 -- name: edges_into
 SELECT predecessor_seq, dependent_seq FROM task_edges WHERE dependent_seq = ANY($1::bigint[]);
 
--- name: take_idempotency_key
+-- name: take_idempotency_keys
+-- Each key that is free, or held since before $6 (its window has passed), is taken;
+-- the keys taken are returned. A key held meanwhile by a concurrent insert waits for
+-- its commit and is then not taken. The keys come sorted: a lock order.
 INSERT INTO idempotency_keys (task_type, key, task_id, request_hash, created_at)
-VALUES ($1, $2, $3, $4, $5)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
 ON CONFLICT (task_type, key) DO UPDATE
 SET task_id = excluded.task_id, request_hash = excluded.request_hash,
     created_at = excluded.created_at
 WHERE idempotency_keys.created_at < $6
-RETURNING task_id;
+RETURNING task_type, key;
 
--- name: idempotency_key_holder
-SELECT task_id, request_hash FROM idempotency_keys WHERE task_type = $1 AND key = $2;
+-- name: idempotency_key_holders
+SELECT k.task_type, k.key, k.task_id, k.request_hash
+FROM idempotency_keys k
+JOIN unnest($1::text[], $2::text[]) AS wanted (task_type, key) USING (task_type, key);
+
+-- name: stored_requests
+-- Tasks whose ids a client chose: a repeat must be the same request (request_hash).
+SELECT task_id, request_hash FROM tasks WHERE task_id = ANY($1::text[]);
 
 -- name: seqs_of
 SELECT task_id, seq FROM tasks WHERE task_id = ANY($1::text[]);

@@ -22,10 +22,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from tickwheel.errors import (
-    IdempotencyConflict,
-    RejectedItems,
     StoreUnavailable,
-    TickwheelError,
 )
 from tickwheel.models import (
     ClaimedTask,
@@ -61,9 +58,10 @@ from tickwheel.storage.plans import (
     Dependencies,
     Ends,
     Known,
+    Repeats,
     Turn,
     ends_by_key,
-    held_ids,
+    held,
     later,
     still_held,
 )
@@ -399,7 +397,7 @@ class PostgresStore:
         async def work(db: Db) -> str:
             # The key names the schedule, the id users hold, not its first instance.
             keyed = replace(first, task_id=schedule.schedule_id)
-            originals = await _take_idempotency_keys(db, [keyed])
+            originals = await _repeats(db, [keyed])
             if originals:
                 return originals[0]
             await db.execute(q("insert_schedule"), *convert.schedule_params(schedule))
@@ -629,13 +627,13 @@ async def _insert_task_rows(db: Db, task_rows: list[list[Any]]) -> list[int]:
     seqs = [r[0] for r in await db.fetch(q("next_seqs"), len(task_rows))]
     marks = await _take_marks(db, len(task_rows))
     full = [[s, m, *r] for s, m, r in zip(seqs, marks, task_rows, strict=True)]
-    await db.execute(q("insert_tasks"), *_columns(full, 22))
+    await db.execute(q("insert_tasks"), *_columns(full, 23))
     return seqs
 
 
 async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
     await _lock_marks(db)  # first, as every writer that takes marks does: no deadlock
-    originals = await _take_idempotency_keys(db, tasks)
+    originals = await _repeats(db, tasks)
     fresh_at = [i for i in range(len(tasks)) if i not in originals]
     fresh = [tasks[i] for i in fresh_at]
     known = await _statuses_of(db, Dependencies.outside(fresh))
@@ -652,7 +650,7 @@ async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update({r[0]: r[1] for r in await db.fetch(q("seqs_of"), older)})
-    return [Held(seq_of[holder], holder) for holder in held_ids(tasks, originals)]
+    return held(tasks, originals, seq_of)
 
 
 async def _statuses_of(db: Db, task_ids: list[str]) -> Known:
@@ -663,26 +661,20 @@ async def _statuses_of(db: Db, task_ids: list[str]) -> Known:
     return {r[0]: (r[1], Status(r[2])) for r in await db.fetch(q("statuses_of"), task_ids)}
 
 
-async def _take_idempotency_keys(db: Db, tasks: Sequence[NewTask]) -> dict[int, str]:
-    originals: dict[int, str] = {}
-    conflicts: dict[int, TickwheelError] = {}
-    for index, t in enumerate(tasks):  # inserts hold the marks' lock: one at a time
-        k = t.idempotency
-        if k is None:
-            continue
-        args = (t.task_type, k.key, t.task_id, k.request_hash, t.created_ms, k.since_ms)
-        if await db.fetchval(q("take_idempotency_key"), *args) is not None:
-            continue
-        row = await db.fetchrow(q("idempotency_key_holder"), t.task_type, k.key)
-        assert row is not None  # the key was just found taken, and keys are never deleted
-        holder, request_hash = row
-        if request_hash == k.request_hash:
-            originals[index] = holder
-        else:
-            conflicts[index] = IdempotencyConflict.of(t.task_type, k.key, holder)
-    if conflicts:
-        raise RejectedItems(conflicts)
-    return originals
+async def _repeats(db: Db, tasks: Sequence[NewTask]) -> dict[int, str]:
+    """Which tasks repeat an earlier submission (index -> the task first made for it);
+    raises `RejectedItems` naming every conflict. A round trip per kind, not per task."""
+    repeats = Repeats(tasks)
+    if chosen := repeats.chosen_ids():
+        stored = await db.fetch(q("stored_requests"), chosen)
+        repeats.settle_ids({r[0]: r[1] for r in stored})
+    if rows := repeats.keys_to_take():
+        since = repeats.keys_free_before()
+        taken = await db.fetch(q("take_idempotency_keys"), *_columns(rows, 5), since)
+        if missing := repeats.keys_not_taken({(r[0], r[1]) for r in taken}):
+            held = await db.fetch(q("idempotency_key_holders"), *_columns(missing, 2))
+            repeats.settle_keys({(r[0], r[1]): (r[2], r[3]) for r in held})
+    return repeats.originals()
 
 
 async def _propagate(db: Db, now_ms: int, limit: int) -> Propagated:

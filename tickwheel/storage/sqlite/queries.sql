@@ -9,8 +9,8 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    completed_at, request_hash
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: statuses_of
 SELECT task_id, seq, status FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
@@ -122,19 +122,27 @@ SELECT EXISTS (SELECT 1 FROM propagations WHERE not_before <= ?);
 INSERT INTO propagations (seq, not_before) VALUES (?, ?)
 ON CONFLICT (seq) DO UPDATE SET not_before = excluded.not_before;
 
--- name: take_idempotency_key
--- Ours if the key is free or its holder is older than the window; the primary key
--- makes concurrent duplicates race safely.
+-- name: take_idempotency_keys
+-- Each key ([task type, key, task id, request hash, created], sorted) that is free, or
+-- held since before :since (its window has passed), is taken; the keys taken are
+-- returned. One writer at a time: no other insert races these.
 INSERT INTO idempotency_keys (task_type, key, task_id, request_hash, created_at)
-VALUES (:task_type, :key, :task_id, :hash, :now)
+SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4
+FROM json_each(:keys) WHERE true
 ON CONFLICT (task_type, key) DO UPDATE
 SET task_id = excluded.task_id, request_hash = excluded.request_hash,
     created_at = excluded.created_at
 WHERE idempotency_keys.created_at < :since
-RETURNING task_id;
+RETURNING task_type, key;
 
--- name: idempotency_key_holder
-SELECT task_id, request_hash FROM idempotency_keys WHERE task_type = :task_type AND key = :key;
+-- name: idempotency_key_holders
+SELECT k.task_type, k.key, k.task_id, k.request_hash
+FROM json_each(?) AS wanted
+JOIN idempotency_keys k ON k.task_type = wanted.value ->> 0 AND k.key = wanted.value ->> 1;
+
+-- name: stored_requests
+-- Tasks whose ids a client chose: a repeat must be the same request (request_hash).
+SELECT task_id, request_hash FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
 
 -- name: seqs_of
 SELECT task_id, seq FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));

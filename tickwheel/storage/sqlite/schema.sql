@@ -67,7 +67,9 @@ CREATE TABLE tasks (
     -- the news for the dependency resolver (the trigger below).
     has_dependents    INTEGER NOT NULL DEFAULT 0,
     -- Tasks sharing a key run one at a time, in due order (see ordering_keys).
-    ordering_key      TEXT
+    ordering_key      TEXT,
+    -- Set when the client chose task_id: a repeat with that id must be this request.
+    request_hash      TEXT
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.

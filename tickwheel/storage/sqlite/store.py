@@ -13,7 +13,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tickwheel.errors import IdempotencyConflict, RejectedItems, TickwheelError
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -47,9 +46,10 @@ from tickwheel.storage.plans import (
     Dependencies,
     Ends,
     Known,
+    Repeats,
     Turn,
     ends_by_key,
-    held_ids,
+    held,
     later,
     still_held,
 )
@@ -313,7 +313,7 @@ class SqliteStore:
     async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
         def work(db: sqlite3.Connection) -> str:
             # The key names the schedule, the id users hold, not its first instance.
-            originals = _take_idempotency_keys(db, [replace(first, task_id=schedule.schedule_id)])
+            originals = _repeats(db, [replace(first, task_id=schedule.schedule_id)])
             if originals:
                 return originals[0]
             db.execute(q("insert_schedule"), convert.schedule_params(schedule))
@@ -515,7 +515,7 @@ def _below(before: Page | None) -> dict[str, Any]:
 
 
 def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held]:
-    originals = _take_idempotency_keys(db, tasks)  # index -> task_id first made for it
+    originals = _repeats(db, tasks)  # index -> task_id first made for it
     fresh_at = [i for i in range(len(tasks)) if i not in originals]
     fresh = [tasks[i] for i in fresh_at]
     graph = Dependencies(fresh, fresh_at, _statuses_of(db, Dependencies.outside(fresh)))
@@ -531,7 +531,7 @@ def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update(db.execute(q("seqs_of"), (json.dumps(older),)).fetchall())
-    return [Held(seq_of[holder], holder) for holder in held_ids(tasks, originals)]
+    return held(tasks, originals, seq_of)
 
 
 def _statuses_of(db: sqlite3.Connection, task_ids: list[str]) -> Known:
@@ -632,33 +632,20 @@ def _pass_keys(
     return turns, again
 
 
-def _take_idempotency_keys(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
-    """Take each task's key; return the duplicates (index -> the original's task id).
-    A key held for a different request rejects the whole call."""
-    originals: dict[int, str] = {}
-    conflicts: dict[int, TickwheelError] = {}
-    for index, t in enumerate(tasks):
-        k = t.idempotency
-        if k is None:
-            continue
-        params = {
-            "task_type": t.task_type,
-            "key": k.key,
-            "task_id": t.task_id,
-            "hash": k.request_hash,
-            "now": t.created_ms,
-            "since": k.since_ms,
-        }
-        if db.execute(q("take_idempotency_key"), params).fetchone() is not None:
-            continue
-        holder, request_hash = db.execute(q("idempotency_key_holder"), params).fetchone()
-        if request_hash == k.request_hash:
-            originals[index] = holder
-        else:
-            conflicts[index] = IdempotencyConflict.of(t.task_type, k.key, holder)
-    if conflicts:
-        raise RejectedItems(conflicts)
-    return originals
+def _repeats(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
+    """Which tasks repeat an earlier submission (index -> the task first made for it);
+    raises `RejectedItems` naming every conflict."""
+    repeats = Repeats(tasks)
+    if chosen := repeats.chosen_ids():
+        stored = db.execute(q("stored_requests"), (json.dumps(chosen),)).fetchall()
+        repeats.settle_ids(dict(stored))
+    if rows := repeats.keys_to_take():
+        params = {"keys": json.dumps(rows), "since": repeats.keys_free_before()}
+        taken = db.execute(q("take_idempotency_keys"), params).fetchall()
+        if missing := repeats.keys_not_taken({(r[0], r[1]) for r in taken}):
+            held = db.execute(q("idempotency_key_holders"), (json.dumps(missing),)).fetchall()
+            repeats.settle_keys({(r[0], r[1]): (r[2], r[3]) for r in held})
+    return repeats.originals()
 
 
 def _insert_task_rows(db: sqlite3.Connection, rows: list[list[Any]]) -> list[int]:
