@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 import zlib
+
+# A UUID as one text only: lowercase, hyphenated (what `str(uuid.UUID(...))` gives).
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+_CANONICAL_UUID = re.compile(UUID_PATTERN)
 
 
 def new_id() -> str:
@@ -21,3 +26,7 @@ def new_id() -> str:
 def partition_of(task_id: str, partitions: int) -> int:
     """The partition that owns a task: stable across processes and hosts."""
     return zlib.crc32(task_id.encode()) % partitions
+
+
+def is_canonical_uuid(text: str) -> bool:
+    return _CANONICAL_UUID.match(text) is not None and len(text) == 36

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from tickwheel.api import errors
+from tickwheel.api import bodies, errors
 from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.dashboard_routes import router as dashboard_router
 from tickwheel.api.dashboard_routes import static_files
@@ -65,6 +65,7 @@ def create_app(
     app.include_router(stats_router)
     app.include_router(dashboard_router)
     app.mount("/static", static_files(), name="static")
+    bodies.install(app)
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,

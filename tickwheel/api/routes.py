@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
 
-from tickwheel.api import views
+from tickwheel.api import bodies, views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.schemas import (
     NAME_PATTERN,
@@ -83,14 +83,16 @@ async def submit_task(
     response_model=BatchOut,
     responses=SUBMIT_ERRORS,
     dependencies=needs(Scope.SUBMIT),
+    openapi_extra=bodies.documented(BatchIn),
 )
-async def submit_batch(body: BatchIn, request: Request) -> BatchOut:
+async def submit_batch(request: Request) -> Response:
     """Up to 10,000 one-off tasks, committed together: all are stored or none is, and a
     422 lists every rejected entry by its index."""
     node = node_of(request)
     node.admission.check()
-    submitted = await node.service.submit_many([views.task_request(t, node) for t in body.tasks])
-    return BatchOut(tasks=[views.submitted_out(s) for s in submitted])
+    body = await bodies.read(request, BatchIn)
+    submitted = await node.service.submit_many(views.task_requests(body.tasks, node))
+    return views.batch_answer(submitted)
 
 
 @router.post(

@@ -23,6 +23,7 @@ from pydantic import Strict as StrictValues
 
 from tickwheel.core import cron
 from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
+from tickwheel.ids import UUID_PATTERN
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
     MAX_DEPENDENCIES,
@@ -54,7 +55,6 @@ MAX_BATCH_TASKS = 10_000
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
 NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
-UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 class Strict(BaseModel):

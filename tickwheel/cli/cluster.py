@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from tickwheel import logs
+from tickwheel.cli import heap
 from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.serving import serve
 from tickwheel.cli.up import load_app
@@ -124,6 +125,7 @@ async def _run(node: Node) -> None:
         return
     stopping.cancel()
     starting.result()  # a start that failed: its error, and the exit status with it
+    heap.settle()
     try:
         await stop.wait()
     finally:

@@ -6,6 +6,7 @@ import uvicorn
 
 from tickwheel import logs
 from tickwheel.api.app import create_app
+from tickwheel.cli import heap
 from tickwheel.engine.node import Node
 
 
@@ -25,4 +26,5 @@ def serve(node: Node, *, log_level: str, log_format: str = "text") -> None:
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
     )
     server = uvicorn.Server(config)
+    heap.settle()
     server.run()

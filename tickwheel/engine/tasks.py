@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,7 +26,7 @@ from tickwheel.errors import (
     RejectedItems,
     TaskNotFound,
 )
-from tickwheel.ids import new_id, partition_of
+from tickwheel.ids import is_canonical_uuid, new_id, partition_of
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
     MAX_DEPENDENCIES,
@@ -67,11 +66,7 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
 def _chosen_id(task_id: str) -> str:
     """A task id the client chose: a UUID in its canonical form, so that one id is
     always one text (a time-ordered UUIDv7 keeps the id index append-only)."""
-    try:
-        canonical = str(uuid.UUID(task_id))
-    except ValueError:
-        canonical = None
-    if canonical != task_id:
+    if not is_canonical_uuid(task_id):
         raise InvalidRequest(
             "task_id", "must be a UUID in canonical form (36 lowercase characters)"
         )
