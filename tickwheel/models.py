@@ -149,6 +149,9 @@ class NewTask:
     # Set when the client chose `task_id`: the id is then the submission's dedupe, and a
     # repeat with the same id must be the same request (this hash) to be answered.
     request_hash: str | None = None
+    # Handed to the ready queue by its submitter right after the commit (due now, waiting
+    # on nothing): stored with no mark, so the loader does not put it on a wheel too.
+    direct: bool = False
 
 
 @dataclass(frozen=True, slots=True)

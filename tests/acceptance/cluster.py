@@ -4,11 +4,13 @@ PostgreSQL schema and Redis prefix, each killable on its own."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,17 @@ class Process:
                 self.popen.wait(10)
 
 
+@contextlib.contextmanager
+def cluster_in(folder: Path, **settings: str) -> Iterator[Cluster]:
+    """A cluster's schema and prefix for one test, its processes killed and its schema
+    dropped afterwards."""
+    made = Cluster(folder, **settings)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
 class Cluster:
     def __init__(self, folder: Path, **settings: str) -> None:
         self.folder = folder
@@ -63,15 +76,16 @@ class Cluster:
         migrate = subprocess.run([TICKWHEEL, "migrate"], env=self.env, capture_output=True)
         assert migrate.returncode == 0, migrate.stdout + migrate.stderr
 
-    def start(self, role: str, name: str, *args: str) -> Process:
-        env = {**self.env, "TICKWHEEL_NODE_ID": name}
+    def start(self, role: str, name: str, *args: str, **env: str) -> Process:
+        """`env`: settings of this process only (over the cluster's)."""
+        env = {**self.env, "TICKWHEEL_NODE_ID": name, **env}
         process = Process(role, name, env, self.folder / f"{name}.log", *args)
         self.processes.append(process)
         return process
 
-    def start_api(self, name: str = "api") -> Process:
+    def start_api(self, name: str = "api", **env: str) -> Process:
         port = free_port()
-        process = self.start("api", name, "--port", str(port))
+        process = self.start("api", name, "--port", str(port), **env)
         self.api_url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -17,7 +17,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from cluster import Cluster, restart_postgres, restart_redis
+from cluster import Cluster, cluster_in, restart_postgres, restart_redis
 from harness import TICKWHEEL, Target, free_port, wait_for
 from services import require
 
@@ -33,11 +33,8 @@ SETTINGS = {
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    made = Cluster(tmp_path, **SETTINGS)
-    try:
+    with cluster_in(tmp_path, **SETTINGS) as made:
         yield made
-    finally:
-        made.close()
 
 
 def submit_due_at(cluster: Cluster, count: int, due: datetime) -> list[str]:

@@ -52,7 +52,7 @@ from tickwheel.models import (
     TaskOptions,
     reserved_name,
 )
-from tickwheel.queue.base import ReadyQueue
+from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, RangedTaskStore, Store
 from tickwheel.storage.factory import open_store
@@ -167,6 +167,7 @@ class Node:
             on_ended=self.resolver.nudge,
             check_payload=self._check_payload,
             local_watermark=self._local_watermark,
+            push_ready=self._push_ready,
             max_payload_bytes=s.max_payload_bytes,
             idempotency_window_seconds=s.idempotency_window_seconds,
         )
@@ -411,6 +412,10 @@ class Node:
             tuple(options.get("dependencies", ())),
             options.get("ordering_key"),
         )
+
+    async def _push_ready(self, items: list[ReadyItem]) -> None:
+        await self.queue.push(items)
+        self.metrics.released(items)
 
     def default_options(self, task_type: str, **given: Any) -> TaskOptions:
         """A task's options: what it sets, else its type's defaults, else Tickwheel's."""

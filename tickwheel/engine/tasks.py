@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,7 +42,10 @@ from tickwheel.models import (
     TaskOptions,
     TaskRecord,
 )
+from tickwheel.queue.base import ReadyItem
 from tickwheel.storage.base import Advance, Held, Store, TaskFilter
+
+log = logging.getLogger(__name__)
 
 MAX_CANCEL_RACES = 5
 MAX_PAYLOAD_DEPTH = 64
@@ -165,6 +169,7 @@ class TaskService:
         on_ended: Callable[[], None] = lambda: None,
         check_payload: Callable[[str, Any], None] = lambda task_type, payload: None,
         local_watermark: Callable[[int], int | None] = lambda _: None,
+        push_ready: Callable[[list[ReadyItem]], Awaitable[None]] | None = None,
         max_payload_bytes: int = 256 * 1024,
         idempotency_window_seconds: float = 86400.0,
     ) -> None:
@@ -176,6 +181,8 @@ class TaskService:
         self._on_ended = on_ended  # a task ended here: its dependents may be told
         self._check_type_payload = check_payload
         self._local_watermark = local_watermark
+        # Tasks due now go from here to the ready queue, not through a scheduler's load.
+        self._push_ready = push_ready
         self.max_payload_bytes = max_payload_bytes
         self.idempotency_window_ms = round(idempotency_window_seconds * 1000)
         self._inserts: Batcher[NewTask, Held] = Batcher(store.insert_tasks_with_holders)
@@ -198,7 +205,7 @@ class TaskService:
         tasks, problems = [], []
         for index, request in enumerate(requests):
             try:
-                tasks.append(self.new_task(request, now))
+                tasks.append(self.new_task(request, now, push=True))
             except InvalidRequest as problem:
                 problems.append((index, problem))
         if problems:
@@ -212,12 +219,35 @@ class TaskService:
             if isinstance(error, IdempotencyConflict):
                 raise IdempotencyConflict(f"tasks.{index}: {error}", error.task_id) from None
             raise Conflict(f"tasks.{index}: {error}") from None
-        self._on_committed()
+        if not all(t.direct for t in tasks):
+            self._on_committed()
+        await self._push_direct(tasks, held, now)
         submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
         repeats = [i for i, h in enumerate(held) if h.repeat]
         if repeats:
             await self._point_repeats_at_originals(submitted, held, repeats)
         return submitted
+
+    async def _push_direct(self, tasks: list[NewTask], held: list[Held], now_ms: int) -> None:
+        """Hand the new tasks due now to the ready queue. They are committed already: if
+        the push fails, or this process dies before it, they are overdue and unclaimed,
+        and the reconciler of their partition releases them."""
+        items = [
+            ReadyItem(h.seq, t.options.queue, t.options.priority, t.due_ms, now_ms)
+            for t, h in zip(tasks, held, strict=True)
+            if t.direct and not h.repeat
+        ]
+        if not items or self._push_ready is None:
+            return
+        try:
+            await self._push_ready(items)
+        except Exception:
+            log.warning(
+                "%d tasks due now are stored but could not be queued; the reconciler will"
+                " release them",
+                len(items),
+                exc_info=True,
+            )
 
     async def _point_repeats_at_originals(
         self, submitted: list[Submitted], held: list[Held], repeats: list[int]
@@ -233,8 +263,11 @@ class TaskService:
                     view.task_id, view.status, view.record.due_ms, duplicate=True
                 )
 
-    def new_task(self, request: TaskRequest, now_ms: int, task_id: str | None = None) -> NewTask:
-        """The task to store for `request`; raises InvalidRequest naming the field at fault."""
+    def new_task(
+        self, request: TaskRequest, now_ms: int, task_id: str | None = None, *, push: bool = False
+    ) -> NewTask:
+        """The task to store for `request`; raises InvalidRequest naming the field at fault.
+        `push`: the caller hands it to the ready queue after the commit if it is due now."""
         encoded = self._check(request)
         request_hash = None
         if request.idempotency_key is not None or request.task_id is not None:
@@ -274,6 +307,11 @@ class TaskService:
             predecessors=request.dependencies,
             ordering_key=request.ordering_key,
             request_hash=request_hash if request.task_id is not None else None,
+            direct=push
+            and self._push_ready is not None
+            and due <= now_ms
+            and not request.dependencies
+            and request.ordering_key is None,
         )
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
@@ -426,6 +464,8 @@ class TaskService:
     def _derived_status(self, record: TaskRecord, marks: dict[int, int]) -> Status:
         if record.status is not Status.PENDING:
             return record.status
+        if record.triggered_ms is not None:  # pushed to the ready queue with its commit
+            return Status.READY
         local = self._local_watermark(record.partition)
         mark = local if local is not None else marks.get(record.partition, 0)
         return Status.READY if record.due_ms <= mark else Status.PENDING

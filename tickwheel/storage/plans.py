@@ -25,6 +25,15 @@ def held(tasks: Sequence[NewTask], originals: dict[int, str], seq_of: dict[str, 
     return [Held(seq_of[h], h, i in originals) for i, h in enumerate(holders)]
 
 
+def row_marks(direct: Sequence[bool], marks: Iterable[int]) -> list[int]:
+    """Each inserted task's mark, by which the loader finds it: a new one from `marks`
+    (as many as tasks not `direct`), or 0 for a task its submitter pushes to the ready
+    queue itself. A direct task lost between commit and push is overdue and unclaimed,
+    which the reconciler releases again."""
+    new = iter(marks)
+    return [0 if d else next(new) for d in direct]
+
+
 # -- repeated submissions -------------------------------------------------------
 
 KeyRef = tuple[str, str]  # (task type, idempotency key)

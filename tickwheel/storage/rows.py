@@ -51,6 +51,7 @@ def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
         str(status),
         t.created_ms if status.is_final else None,
         t.request_hash,
+        t.created_ms if t.direct else None,  # released with its commit: triggered_at
     ]
 
 

@@ -23,13 +23,13 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash
+    completed_at, request_hash, triggered_at
 )
 SELECT * FROM unnest(
     $1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::int[], $11::int[], $12::float8[], $13::float8[],
     $14::float8[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::text[],
-    $20::text[], $21::text[], $22::bigint[], $23::text[]
+    $20::text[], $21::text[], $22::bigint[], $23::text[], $24::bigint[]
 );
 
 -- name: statuses_of

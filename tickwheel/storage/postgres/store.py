@@ -63,6 +63,7 @@ from tickwheel.storage.plans import (
     ends_by_key,
     held,
     later,
+    row_marks,
     still_held,
 )
 from tickwheel.storage.postgres.statistics import InsertStatistics
@@ -621,13 +622,16 @@ def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
     return [[row[i] for row in rows] for i in range(width)]
 
 
-async def _insert_task_rows(db: Db, task_rows: list[list[Any]]) -> list[int]:
+async def _insert_task_rows(
+    db: Db, task_rows: list[list[Any]], direct: Sequence[bool] = ()
+) -> list[int]:
     if not task_rows:
         return []
     seqs = [r[0] for r in await db.fetch(q("next_seqs"), len(task_rows))]
-    marks = await _take_marks(db, len(task_rows))
+    direct = direct or [False] * len(task_rows)
+    marks = row_marks(direct, await _take_marks(db, len(task_rows) - sum(direct)))
     full = [[s, m, *r] for s, m, r in zip(seqs, marks, task_rows, strict=True)]
-    await db.execute(q("insert_tasks"), *_columns(full, 23))
+    await db.execute(q("insert_tasks"), *_columns(full, 24))
     return seqs
 
 
@@ -639,7 +643,7 @@ async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
     known = await _statuses_of(db, Dependencies.outside(fresh))
     graph = Dependencies(fresh, fresh_at, known)
     params = [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
-    seqs = await _insert_task_rows(db, params)
+    seqs = await _insert_task_rows(db, params, [t.direct for t in fresh])
     links = graph.links(seqs)
     if links is not None:
         await db.execute(q("insert_edges"), *_columns(links.edges, 3))

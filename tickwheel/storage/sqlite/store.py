@@ -51,6 +51,7 @@ from tickwheel.storage.plans import (
     ends_by_key,
     held,
     later,
+    row_marks,
     still_held,
 )
 from tickwheel.storage.sqlite.connection import Connection, migrate
@@ -520,7 +521,9 @@ def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held
     fresh = [tasks[i] for i in fresh_at]
     graph = Dependencies(fresh, fresh_at, _statuses_of(db, Dependencies.outside(fresh)))
     seqs = _insert_task_rows(
-        db, [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
+        db,
+        [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)],
+        [t.direct for t in fresh],
     )
     links = graph.links(seqs)
     if links is not None:
@@ -648,12 +651,15 @@ def _repeats(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]
     return repeats.originals()
 
 
-def _insert_task_rows(db: sqlite3.Connection, rows: list[list[Any]]) -> list[int]:
+def _insert_task_rows(
+    db: sqlite3.Connection, rows: list[list[Any]], direct: Sequence[bool] = ()
+) -> list[int]:
     # Explicit seqs: SQLite has one writer at a time, so MAX + 1 inside the write
     # transaction is the commit order, which the loader's "seq after" scan relies on.
     first = db.execute(q("max_seq")).fetchone()[0] + 1
     seqs = list(range(first, first + len(rows)))
-    marks = _take_marks(db, len(rows))
+    direct = direct or [False] * len(rows)
+    marks = row_marks(direct, _take_marks(db, len(rows) - sum(direct)))
     db.executemany(
         q("insert_task"), [[s, m, *r] for s, m, r in zip(seqs, marks, rows, strict=True)]
     )
