@@ -1,0 +1,204 @@
+"""Throughput when the schedulers and workers are far from their stores: a TCP proxy
+(`netdelay.py`) adds a delay each way between them and PostgreSQL and Redis, as a link
+between zones (10 ms) or regions (50 ms) would. The API stays beside the stores.
+
+    .venv/bin/python bench/latency.py [--delays 0,10,50] [--tasks 20000] [--burst 3000]
+
+For each delay: an API, 2 schedulers and 2 workers (concurrency 64) on a fresh schema
+and Redis prefix; `--tasks` no-op tasks submitted through `AsyncClient.submit_many`
+(1,000 a call, 4 calls in flight), then `--burst` tasks due at one instant. Prints one
+JSON line per delay: submitted/s, drained/s (first submission to last completion, as
+the store records it), and the burst's time from its due time to its last start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+
+from tickwheel import AsyncClient
+from tickwheel.bench.stores import REDIS, fresh_schema
+from tickwheel.client import task_body
+
+BIN = Path(sys.executable).parent
+HERE = Path(__file__).parent
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _delayed(url: str, delay_ms: float) -> Any:
+    """`url` through a proxy adding `delay_ms` each way (the URL itself when 0)."""
+    if delay_ms <= 0:
+        yield url
+        return
+    parts = urlsplit(url)
+    target = (
+        f"{parts.hostname}:{parts.port or (5432 if parts.scheme.startswith('postgres') else 6379)}"
+    )
+    proxy = subprocess.Popen(
+        [sys.executable, str(HERE / "netdelay.py"), "--to", target, "--delay-ms", str(delay_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proxy.stdout is not None
+        port = json.loads(proxy.stdout.readline())["port"]
+        netloc = parts.netloc.replace(target, f"127.0.0.1:{port}")
+        if target not in parts.netloc:  # no port in the URL
+            netloc = (
+                f"{parts.netloc.rsplit('@', 1)[0]}@127.0.0.1:{port}"
+                if "@" in parts.netloc
+                else f"127.0.0.1:{port}"
+            )
+        yield urlunsplit(parts._replace(netloc=netloc))
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+
+
+@contextlib.asynccontextmanager
+async def _cluster(delay_ms: float, concurrency: int) -> AsyncIterator[tuple[str, str]]:
+    """(API URL, database URL) of a cluster whose schedulers and workers are far away."""
+    async with fresh_schema() as (database_url, prefix):
+        env = {
+            **os.environ,
+            "TICKWHEEL_REDIS_PREFIX": prefix,
+            "TICKWHEEL_LOG_LEVEL": "warning",
+            "TICKWHEEL_CONCURRENCY": str(concurrency),
+            "TICKWHEEL_PARTITIONS": "64",
+        }
+        near = {**env, "TICKWHEEL_DATABASE_URL": database_url, "TICKWHEEL_REDIS_URL": REDIS}
+        subprocess.run(
+            [str(BIN / "tickwheel"), "migrate"], env=near, check=True, capture_output=True
+        )
+        port = _free_port()
+        with _delayed(database_url, delay_ms) as far_db, _delayed(REDIS, delay_ms) as far_redis:
+            far = {**env, "TICKWHEEL_DATABASE_URL": far_db, "TICKWHEEL_REDIS_URL": far_redis}
+            commands = [(near, ["api", "--port", str(port)])]
+            commands += [(far, ["scheduler"])] * 2 + [(far, ["worker"])] * 2
+            processes = [
+                subprocess.Popen([str(BIN / "tickwheel"), *args], env=e, start_new_session=True)
+                for e, args in commands
+            ]
+            try:
+                url = f"http://127.0.0.1:{port}"
+                await _wait_ready(url, database_url)
+                yield url, database_url
+            finally:
+                for p in processes:
+                    os.killpg(p.pid, signal.SIGTERM)
+                for p in processes:
+                    p.wait(60)
+
+
+async def _wait_ready(url: str, database_url: str) -> None:
+    async with httpx.AsyncClient() as http, asyncio.timeout(120):
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if (await http.get(f"{url}/healthz")).status_code == 200:
+                    break
+            await asyncio.sleep(0.2)
+    while (
+        await _count(
+            database_url,
+            "SELECT count(DISTINCT owner) FROM partition_leases WHERE owner IS NOT NULL",
+        )
+        < 2
+    ):
+        await asyncio.sleep(0.2)
+
+
+async def _count(database_url: str, query: str) -> int:
+    base, _, schema = database_url.partition("?search_path=")
+    db = await asyncpg.connect(base, server_settings={"search_path": schema})
+    try:
+        return int(await db.fetchval(query) or 0)
+    finally:
+        await db.close()
+
+
+async def _submit(client: AsyncClient, bodies: list[dict[str, Any]]) -> None:
+    gate = asyncio.Semaphore(4)
+
+    async def one(chunk: list[dict[str, Any]]) -> None:
+        async with gate:
+            await client.submit_many(chunk)
+
+    await asyncio.gather(*(one(bodies[i : i + 1000]) for i in range(0, len(bodies), 1000)))
+
+
+async def _until_succeeded(database_url: str, count: int, limit_s: float) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if (
+            await _count(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+            >= count
+        ):
+            return
+        await asyncio.sleep(0.25)
+
+
+async def one_delay(delay_ms: float, tasks: int, burst: int, concurrency: int) -> dict[str, Any]:
+    async with _cluster(delay_ms, concurrency) as (url, database_url):
+        async with AsyncClient(url) as client:
+            began = time.time()
+            await _submit(client, [task_body("noop") for _ in range(tasks)])
+            submitted = time.time()
+            await _until_succeeded(database_url, tasks, 600)
+            last = await _count(database_url, "SELECT max(completed_at) FROM tasks")
+            done = await _count(
+                database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'"
+            )
+            due = datetime.now(UTC) + timedelta(seconds=10)
+            await _submit(client, [task_body("noop", due_time=due) for _ in range(burst)])
+            await _until_succeeded(database_url, tasks + burst, 600)
+            due_ms = int(due.timestamp() * 1000)
+            last_start = await _count(
+                database_url, "SELECT max(started_at) FROM tasks WHERE due_time >= %d" % due_ms
+            )
+    return {
+        "delay_ms_each_way": delay_ms,
+        "tasks": tasks,
+        "submitted_per_s": round(tasks / (submitted - began)),
+        "drained_per_s": round(done / max(last / 1000 - began, 0.001)),
+        "burst": burst,
+        "burst_last_start_after_due_s": round((last_start - due_ms) / 1000, 3),
+    }
+
+
+async def main(args: argparse.Namespace) -> None:
+    for delay in (float(d) for d in args.delays.split(",")):
+        print(
+            json.dumps(await one_delay(delay, args.tasks, args.burst, args.concurrency)), flush=True
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delays", default="0,10,50")
+    parser.add_argument("--tasks", type=int, default=20_000)
+    parser.add_argument("--burst", type=int, default=3_000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    asyncio.run(main(parser.parse_args()))
