@@ -22,6 +22,7 @@ FACTORIES = {
     "arq": "tickwheel.bench.peers.arq_peer:peer",
     "procrastinate": "tickwheel.bench.peers.procrastinate_peer:peer",
     "huey": "tickwheel.bench.peers.huey_peer:peer",
+    "saq": "tickwheel.bench.peers.saq_peer:peer",
 }
 
 # the other systems, Tickwheel's peers
