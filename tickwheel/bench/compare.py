@@ -131,7 +131,7 @@ COLUMNS = (
     "burst p50 ms",
     "p99 ms",
     "max ms",
-    "first start after due ms",
+    "first start ms",
     "never ran",
     "ran twice",
 )
@@ -152,13 +152,14 @@ def header(result: Result) -> str:
 
 def table(result: Result) -> Table:
     caption = (
-        f"drained/s: tasks over the time from the first submission to the last start; "
+        "drained/s: tasks over the time from the first submission to the last start; "
+        "burst: start minus due, and the first start after due; "
         f"≥: over 1% never ran within {WINDOW_SECONDS:.0f} s"
     )
     grid = Table(title="Tickwheel and its peers on this machine", caption=caption)
     for heading in COLUMNS:
         label = heading in ("system", "version")
-        grid.add_column(heading, justify="left" if label else "right", no_wrap=label)
+        grid.add_column(heading, justify="left" if label else "right", no_wrap=True)
     for row in result["rows"]:
         name = row["system"]
         at_least = "≥ " if row["burst_p99_beyond_window"] else ""
