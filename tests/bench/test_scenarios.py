@@ -3,34 +3,12 @@ and its JSON line holds what users read. Nothing here asserts a time."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
-from services import require
+from bench_cli import TICKWHEEL, bench
 
-TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 MODES = ["embedded", "distributed"]
-
-
-def bench(*args: str) -> dict[str, Any]:
-    """Run `tickwheel bench ARGS` against the tests' PostgreSQL and Redis; its JSON line."""
-    env = {
-        **os.environ,
-        "TICKWHEEL_BENCH_DATABASE_URL": require("postgres"),
-        "TICKWHEEL_BENCH_REDIS_URL": require("redis"),
-        "TICKWHEEL_BENCH_SINK_URL": require("redis"),
-    }
-    done = subprocess.run(
-        [TICKWHEEL, "bench", *args], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 @pytest.mark.parametrize("mode", MODES)

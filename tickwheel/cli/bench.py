@@ -33,7 +33,7 @@ Concurrency = Annotated[int, typer.Option(min=1, help="Tasks each worker runs at
 CountWrites = Annotated[
     bool, typer.Option(help="distributed: count PostgreSQL row writes per task (adds 22 s).")
 ]
-PeerName = Annotated[str, typer.Argument(help=f"One of: {', '.join(peers.MODULES)}.")]
+SystemName = Annotated[str, typer.Argument(help=f"One of: {', '.join(peers.FACTORIES)}.")]
 
 
 def emit(result: dict[str, Any]) -> None:
@@ -46,29 +46,20 @@ def run(work: Coroutine[Any, Any, dict[str, Any]]) -> None:
 
 @bench.command("peer")
 def peer(
-    name: PeerName,
+    name: SystemName,
     workload: Annotated[str, typer.Argument(help="e2e or burst.")],
     tasks: Annotated[int, typer.Option(min=1, help="Tasks in the workload.")] = 10_000,
     lead_seconds: Annotated[
         float, typer.Option(min=1, help="burst: seconds from submission to the due instant.")
     ] = 30.0,
 ) -> None:
-    """Run one peer's workload (needs the extra: pip install -e ".[bench]")."""
-    if name not in peers.MODULES:
-        raise typer.BadParameter(f"unknown peer {name!r}", param_hint="NAME")
-    if workload not in ("e2e", "burst"):
+    """Run one system's workload of `compare`, Tickwheel's or a peer's (a peer needs the
+    extra: pip install -e ".[bench]")."""
+    if name not in peers.FACTORIES:
+        raise typer.BadParameter(f"unknown system {name!r}", param_hint="NAME")
+    if workload not in comparison.WORKLOADS:
         raise typer.BadParameter("e2e or burst", param_hint="WORKLOAD")
-    run(_peer(name, workload, tasks, lead_seconds))
-
-
-async def _peer(name: str, workload: str, tasks: int, lead_seconds: float) -> dict[str, Any]:
-    system = peers.load(name)
-    try:
-        if workload == "e2e":
-            return await peers.base.e2e(system, tasks)
-        return await peers.base.burst(system, tasks, lead_seconds)
-    finally:
-        await system.close()
+    run(peers.base.measure(peers.load(name), workload, tasks, lead_seconds, window=120.0))
 
 
 @bench.command("burst")
@@ -165,17 +156,20 @@ def compare(
     mode: Annotated[
         list[Mode] | None, typer.Option(help="Tickwheel's modes to include; default: both.")
     ] = None,
-    e2e_tasks: Annotated[int, typer.Option(min=1, help="No-op tasks in e2e.")] = 10_000,
+    e2e_tasks: Annotated[int, typer.Option(min=1, help="No-op tasks in e2e.")] = 20_000,
     burst_tasks: Annotated[int, typer.Option(min=1, help="Tasks due at one instant.")] = 20_000,
-    rounds: Annotated[int, typer.Option(min=1, max=20, help="Interleaved rounds.")] = 1,
+    rounds: Annotated[
+        int, typer.Option(min=1, max=20, help="Interleaved rounds; the table shows medians.")
+    ] = 3,
 ) -> None:
-    """Tickwheel and every peer on the same workloads, interleaved: a table of ratios."""
-    names = peer or list(peers.MODULES)
-    unknown = sorted(set(names) - set(peers.MODULES))
+    """Tickwheel and every peer on the same workloads, the same task body, interleaved."""
+    chosen = peer or peers.PEERS
+    unknown = sorted(set(chosen) - set(peers.PEERS))
     if unknown:
         raise typer.BadParameter(f"unknown peer(s): {', '.join(unknown)}", param_hint="--peer")
     modes = mode or [Mode.DISTRIBUTED, Mode.EMBEDDED]
-    result = asyncio.run(comparison.compare(names, modes, e2e_tasks, burst_tasks, rounds))
+    names = [peers.TICKWHEEL[m] for m in modes] + list(chosen)
+    result = asyncio.run(comparison.compare(names, e2e_tasks, burst_tasks, rounds))
     comparison.print_table(result)
     emit(result)
 

@@ -1,25 +1,37 @@
-"""The peers `tickwheel bench compare` measures beside Tickwheel. Each is imported only
-when asked for, since each needs the optional extra `pip install -e .[bench]`."""
+"""The systems `tickwheel bench compare` measures: Tickwheel in either mode, and its
+peers. Each is imported only when asked for, since each peer needs the optional extra
+`pip install -e .[bench]`."""
 
 from __future__ import annotations
 
 from importlib import import_module
 
 from tickwheel.bench.peers.base import Peer
+from tickwheel.bench.stores import Mode
 
-# name -> module holding `peer()`, the factory of its `Peer`
-MODULES = {
-    "celery": "tickwheel.bench.peers.celery_peer",
-    "rq": "tickwheel.bench.peers.rq_peer",
-    "dramatiq": "tickwheel.bench.peers.dramatiq_peer",
-    "arq": "tickwheel.bench.peers.arq_peer",
-    "procrastinate": "tickwheel.bench.peers.procrastinate_peer",
-    "huey": "tickwheel.bench.peers.huey_peer",
+# Tickwheel's two modes, by the name each goes by in the comparison
+TICKWHEEL = {Mode.DISTRIBUTED: "tickwheel-distributed", Mode.EMBEDDED: "tickwheel-embedded"}
+
+# name -> "module:factory" of its `Peer`
+FACTORIES = {
+    TICKWHEEL[Mode.DISTRIBUTED]: "tickwheel.bench.peers.tickwheel_peer:distributed",
+    TICKWHEEL[Mode.EMBEDDED]: "tickwheel.bench.peers.tickwheel_peer:embedded",
+    "celery": "tickwheel.bench.peers.celery_peer:peer",
+    "rq": "tickwheel.bench.peers.rq_peer:peer",
+    "dramatiq": "tickwheel.bench.peers.dramatiq_peer:peer",
+    "arq": "tickwheel.bench.peers.arq_peer:peer",
+    "procrastinate": "tickwheel.bench.peers.procrastinate_peer:peer",
+    "huey": "tickwheel.bench.peers.huey_peer:peer",
+    "saq": "tickwheel.bench.peers.saq_peer:peer",
 }
+
+# the other systems, Tickwheel's peers
+PEERS = [name for name in FACTORIES if name not in TICKWHEEL.values()]
 
 
 def load(name: str) -> Peer:
-    """The named peer; ImportError says which extra to install when its library is absent."""
-    module = import_module(MODULES[name])
-    peer: Peer = module.peer()
+    """The named system; ImportError says which extra to install when its library is
+    absent."""
+    module, factory = FACTORIES[name].split(":")
+    peer: Peer = getattr(import_module(module), factory)()
     return peer

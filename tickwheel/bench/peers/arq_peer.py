@@ -3,7 +3,7 @@
 Worker: `arq tickwheel.bench.peers.arq_tasks.WorkerSettings`, once per core: an arq
 worker is one asyncio process, and its documentation scales by running more workers.
 Its defaults are kept (`max_jobs` 10, a poll of the queue every 0.5 s, results kept an
-hour). Redis is at the sink's URL (its own database: `reset` flushes it).
+hour). Redis is at the sink's URL (`reset` deletes its keys).
 
 Submission: `enqueue_job("record", run, index, _defer_until=...)`, one call per task,
 since arq has no bulk enqueue; the calls of a chunk run concurrently on the pool, as
@@ -28,6 +28,7 @@ from tickwheel.bench.peers.sink import sink_url
 class ArqPeer(InSinkRedis):
     name = "arq"
     distribution = "arq"
+    broker_keys = ("arq:*",)
 
     def __init__(self) -> None:
         self._redis: ArqRedis | None = None

@@ -11,13 +11,13 @@ from typing import Any, ClassVar
 
 from arq.connections import RedisSettings
 
-from tickwheel.bench.peers import sink
+from tickwheel.bench.peers import recorder, sink
 
 TASK = "record"
 
 
 async def record(ctx: dict[str, Any], run: str, index: int) -> None:
-    await sink.arecord(run, index)
+    recorder.record(run, index)
 
 
 class WorkerSettings:

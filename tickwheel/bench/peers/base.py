@@ -1,10 +1,12 @@
-"""The two workloads every peer runs, the same way for each: `e2e` (no-op tasks due now,
-tasks/s from the first submission to the last start) and `burst` (tasks with an ETA at
-one instant: start lateness, and how many never ran within the window).
+"""The two workloads every system runs, Tickwheel and its peers, the same way for each:
+`e2e` (no-op tasks due now: submitted/s, and drained/s from the first submission to the
+last start) and `burst` (tasks with an ETA at one instant: start lateness, the first
+start after the due instant, and how many never ran within the window).
 
-A peer supplies only what differs: its documented worker command, its submission call,
-and how to clear its broker. Every task's body records its start in the `Sink`, so every
-peer's figures come from the same record, and every task is checked to have run.
+A system supplies only what differs: its documented worker commands, its submission
+call, and how to clear its broker. Every task's body is the same `recorder.record`, so
+every system's figures come from the same record, and every task is checked to have run
+exactly once.
 """
 
 from __future__ import annotations
@@ -30,10 +32,15 @@ STOP_SECONDS = 20.0
 
 
 class Peer(Protocol):
-    """One peer scheduler, used the way its documentation recommends."""
+    """One system (Tickwheel, or a peer), used the way its documentation recommends."""
 
     name: str  # as printed in the table
     distribution: str  # the PyPI distribution, for its version
+    in_flight: int  # chunks its harness side submits at once
+
+    async def ready(self) -> bool:
+        """Whether the processes the worker commands started take submissions yet."""
+        ...
 
     def worker_commands(self) -> list[list[str]]:
         """The documented commands that run its workers on this machine, one per process
@@ -86,16 +93,22 @@ async def workers(peer: Peer) -> AsyncIterator[None]:
 
 async def _warm_up(peer: Peer, processes: list[asyncio.subprocess.Process], log: IO[bytes]) -> None:
     sink, run = Sink(), f"warmup-{uuid.uuid4().hex[:8]}"
+    deadline = time.monotonic() + STARTUP_SECONDS
+
+    async def pause() -> None:
+        exited = any(p.returncode is not None for p in processes)
+        if exited or time.monotonic() > deadline:
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-3000:]
+            raise RuntimeError(f"{peer.name}'s workers did not run a task:\n{tail}")
+        await asyncio.sleep(0.1)
+
     try:
+        while not await peer.ready():
+            await pause()
         await peer.submit(run, range(1), None)
-        deadline = time.monotonic() + STARTUP_SECONDS
         while await sink.count(run) < 1:
-            exited = any(p.returncode is not None for p in processes)
-            if exited or time.monotonic() > deadline:
-                log.seek(0)
-                tail = log.read().decode(errors="replace")[-3000:]
-                raise RuntimeError(f"{peer.name}'s workers did not run a task:\n{tail}")
-            await asyncio.sleep(0.1)
+            await pause()
         await sink.forget(run)
     finally:
         await sink.aclose()
@@ -115,9 +128,19 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
 async def submit_all(
     peer: Peer, run: str, count: int, due_ms: int | None, done: Callable[[int], None]
 ) -> None:
-    for start in range(0, count, SUBMIT_CHUNK):
-        await peer.submit(run, range(start, min(start + SUBMIT_CHUNK, count)), due_ms)
-        done(min(start + SUBMIT_CHUNK, count))
+    """Every task, in chunks of `SUBMIT_CHUNK`, `peer.in_flight` chunks at a time."""
+    gate, sent = asyncio.Semaphore(peer.in_flight), 0
+
+    async def one(chunk: range) -> None:
+        nonlocal sent
+        async with gate:
+            await peer.submit(run, chunk, due_ms)
+        sent += len(chunk)
+        done(sent)
+
+    async with asyncio.TaskGroup() as group:
+        for start in range(0, count, SUBMIT_CHUNK):
+            group.create_task(one(range(start, min(start + SUBMIT_CHUNK, count))))
 
 
 async def wait_ran(sink: Sink, run: str, count: int, deadline: float, label: str) -> None:
@@ -136,8 +159,21 @@ def first_starts(starts: list[tuple[int, float]]) -> tuple[dict[int, float], int
     return first, len(starts) - len(first)
 
 
+async def measure(
+    peer: Peer, workload: str, tasks: int, lead_seconds: float, window: float = 60.0
+) -> dict[str, Any]:
+    """`e2e` or `burst` (with its lead), then the peer's harness side closed."""
+    try:
+        if workload == "e2e":
+            return await e2e(peer, tasks, window)
+        return await burst(peer, tasks, lead_seconds, window)
+    finally:
+        await peer.close()
+
+
 async def e2e(peer: Peer, tasks: int, limit_seconds: float = 120.0) -> dict[str, Any]:
-    """`tasks` no-op tasks due now: tasks/s from the first submission to the last start."""
+    """`tasks` no-op tasks due now: submitted/s, and drained/s (tasks that ran over the
+    time from the first submission to the last start)."""
     await peer.reset()
     sink, run = Sink(), f"e2e-{uuid.uuid4().hex[:8]}"
     try:
@@ -159,8 +195,8 @@ async def e2e(peer: Peer, tasks: int, limit_seconds: float = 120.0) -> dict[str,
             "ran": len(first),
             "repeats": repeats,
             "seconds": round(seconds, 2),
-            "tasks_per_s": round(len(first) / seconds),
-            "submit_per_s": round(tasks / max(submitted - began, 1.0) * 1000),
+            "submitted_per_s": round(tasks / max(submitted - began, 1.0) * 1000),
+            "drained_per_s": round(len(first) / seconds),
         }
     finally:
         await sink.forget(run)
@@ -170,8 +206,8 @@ async def e2e(peer: Peer, tasks: int, limit_seconds: float = 120.0) -> dict[str,
 async def burst(
     peer: Peer, tasks: int, lead_seconds: float, window: float = 60.0
 ) -> dict[str, Any]:
-    """`tasks` tasks with an ETA at one instant `lead_seconds` ahead: start lateness, and
-    how many had not run `window` seconds after it."""
+    """`tasks` tasks with an ETA at one instant `lead_seconds` ahead: start lateness, the
+    first start after the instant, and how many had not run `window` seconds after it."""
     await peer.reset()
     sink, run = Sink(), f"burst-{uuid.uuid4().hex[:8]}"
     try:
@@ -196,6 +232,7 @@ async def burst(
             "repeats": repeats,
             "early": sum(x < 0 for x in lateness),
             "start_lateness_ms": spread(lateness),
+            "first_start_ms": round(min(lateness), 1) if lateness else None,
             "lead_seconds": round(lead_seconds, 1),
             "submission_outlasted_lead": late_submission,
         }

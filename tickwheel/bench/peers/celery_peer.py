@@ -19,7 +19,7 @@ from datetime import datetime
 
 from celery import Celery
 
-from tickwheel.bench.peers import sink
+from tickwheel.bench.peers import recorder
 from tickwheel.bench.peers.redis_brokered import CORES, RedisBrokered, script
 from tickwheel.bench.peers.sink import sink_url
 
@@ -28,17 +28,18 @@ APP_MODULE = "tickwheel.bench.peers.celery_tasks"
 
 
 def make_app(broker_url: str) -> Celery:
-    """A Celery app on `broker_url` whose one task is the sink's `record`."""
+    """A Celery app on `broker_url` whose one task is the shared body, `record`."""
     app = Celery("tickwheel_bench", broker=broker_url, set_as_current=False)
     # the default behaviour, stated so that Celery 5 does not warn about it at startup
     app.conf.broker_connection_retry_on_startup = True
-    app.task(name=TASK)(sink.record)
+    app.task(name=TASK)(recorder.record)
     return app
 
 
 class CeleryPeer(RedisBrokered):
     name = "Celery"
     distribution = "celery"
+    broker_keys = ("celery*", "_kombu.*", "unacked*")
 
     def __init__(self) -> None:
         self.app = make_app(sink_url())

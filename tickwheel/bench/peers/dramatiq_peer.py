@@ -3,7 +3,7 @@
 Worker: `dramatiq tickwheel.bench.peers.dramatiq_tasks`, one command, with the CLI's
 defaults: it forks one worker process per core (`--processes` defaults to the CPU
 count) with 8 threads each, and prefetches from the queues as it does by default. The
-broker is at the sink's Redis URL (its own database: `reset` flushes it).
+broker is at the sink's Redis URL (`reset` deletes its keys).
 
 Submission: `send_with_options(args=..., delay=ms)`, one call per task, since Dramatiq has
 no bulk enqueue (a `group` sends its messages one by one too). The delay is computed per
@@ -27,6 +27,7 @@ from tickwheel.bench.peers.shared import InSinkRedis
 class DramatiqPeer(InSinkRedis):
     name = "Dramatiq"
     distribution = "dramatiq"
+    broker_keys = ("dramatiq:*",)
 
     def worker_commands(self) -> list[list[str]]:
         return [[sys.executable, "-m", "dramatiq", dramatiq_tasks.__name__]]

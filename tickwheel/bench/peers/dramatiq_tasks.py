@@ -13,7 +13,7 @@ import logging
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
-from tickwheel.bench.peers import sink
+from tickwheel.bench.peers import recorder, sink
 
 broker = RedisBroker(url=sink.sink_url())  # type: ignore[no-untyped-call]  # unannotated in Dramatiq
 dramatiq.set_broker(broker)
@@ -24,4 +24,4 @@ logging.getLogger("dramatiq").setLevel(logging.WARNING)
 
 @dramatiq.actor
 def record(run: str, index: int) -> None:
-    sink.record(run, index)
+    recorder.record(run, index)

@@ -23,7 +23,7 @@ from typing import Any
 
 from huey import RedisHuey
 
-from tickwheel.bench.peers import sink
+from tickwheel.bench.peers import recorder
 from tickwheel.bench.peers.redis_brokered import CORES, RedisBrokered, script
 from tickwheel.bench.peers.sink import sink_url
 
@@ -31,14 +31,15 @@ HUEY = "tickwheel.bench.peers.huey_tasks.huey"
 
 
 def make_huey(url: str) -> tuple[RedisHuey, Any]:
-    """A Huey on `url`, and its one task: the sink's `record`."""
+    """A Huey on `url`, and its one task: the shared body, `record`."""
     huey = RedisHuey("tickwheel-bench", url=url)
-    return huey, huey.task()(sink.record)
+    return huey, huey.task()(recorder.record)
 
 
 class HueyPeer(RedisBrokered):
     name = "Huey"
     distribution = "huey"
+    broker_keys = ("huey.*",)
 
     def __init__(self) -> None:
         self.huey, self.task = make_huey(sink_url())

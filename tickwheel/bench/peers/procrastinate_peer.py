@@ -38,6 +38,7 @@ from tickwheel.bench.peers.shared import eta, per_core
 class ProcrastinatePeer:
     name = "Procrastinate"
     distribution = "procrastinate"
+    in_flight = 1
 
     def __init__(self, database_url: str) -> None:
         self.database_url = database_url
@@ -50,6 +51,9 @@ class ProcrastinatePeer:
 
     def worker_env(self) -> dict[str, str]:
         return {procrastinate_tasks.DATABASE_URL_ENV: self.database_url}
+
+    async def ready(self) -> bool:
+        return True  # its database is up before its workers start
 
     async def reset(self) -> None:
         await _create_database(self.database_url)

@@ -12,7 +12,7 @@ import os
 
 from procrastinate import App, PsycopgConnector
 
-from tickwheel.bench.peers import sink
+from tickwheel.bench.peers import recorder
 
 DATABASE_URL_ENV = "TICKWHEEL_BENCH_DATABASE_URL"
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/tickwheel_bench"
@@ -28,4 +28,4 @@ app = App(connector=PsycopgConnector(conninfo=database_url()))
 
 @app.task(name=TASK)
 async def record(run: str, index: int) -> None:
-    await sink.arecord(run, index)
+    recorder.record(run, index)

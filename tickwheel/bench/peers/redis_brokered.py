@@ -1,5 +1,5 @@
 """What the peers brokered by Redis (Celery, RQ, Huey) share: their broker is the sink's
-Redis database, so clearing it is one FLUSHDB; their clients are synchronous, so they
+Redis database, cleared by deleting their keys; their clients are synchronous, so they
 submit and close in a thread; their ETAs are timezone-aware UTC datetimes; their worker
 commands are the console scripts installed beside this interpreter."""
 

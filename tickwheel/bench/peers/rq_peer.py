@@ -19,7 +19,9 @@ RQ; the fork per job is RQ's and stays.
 Submission: jobs due now through the documented bulk API, `enqueue_many` with
 `Queue.prepare_data` (one Redis pipeline per chunk); jobs with an ETA through
 `enqueue_at`, which has no bulk twin but takes the same `pipeline` argument, so a chunk
-is still one pipeline. The job's function is the sink's `record`, by reference.
+is still one pipeline. The job's function is the shared body by reference, in the form
+that ships its record before returning (`record_and_ship`): RQ's work horse runs one job
+and ends with `os._exit`, so no batch could form in it, and no exit function runs.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from datetime import datetime
 import redis
 from rq import Queue
 
+from tickwheel.bench.peers.recorder import record_and_ship
 from tickwheel.bench.peers.redis_brokered import CORES, RedisBrokered, script
-from tickwheel.bench.peers.sink import record, sink_url
+from tickwheel.bench.peers.sink import sink_url
 
 QUEUE = "tickwheel-bench"
 SETTINGS = "tickwheel.bench.peers.rq_settings"
@@ -39,6 +42,7 @@ SETTINGS = "tickwheel.bench.peers.rq_settings"
 class RQPeer(RedisBrokered):
     name = "RQ"
     distribution = "rq"
+    broker_keys = ("rq:*",)
 
     def __init__(self) -> None:
         self.redis = redis.Redis.from_url(sink_url())
@@ -50,11 +54,12 @@ class RQPeer(RedisBrokered):
 
     def enqueue(self, run: str, indexes: range, eta: datetime | None) -> None:
         if eta is None:
-            self.queue.enqueue_many([Queue.prepare_data(record, (run, i)) for i in indexes])
+            jobs = [Queue.prepare_data(record_and_ship, (run, i)) for i in indexes]
+            self.queue.enqueue_many(jobs)
             return
         with self.redis.pipeline() as pipe:
             for index in indexes:
-                self.queue.enqueue_at(eta, record, args=(run, index), pipeline=pipe)
+                self.queue.enqueue_at(eta, record_and_ship, args=(run, index), pipeline=pipe)
             pipe.execute()
 
     def release(self) -> None:

@@ -19,15 +19,25 @@ def per_core(*arguments: str) -> list[list[str]]:
 
 class InSinkRedis:
     """A peer whose broker is the sink's Redis database (the sink URL is all its workers
-    need), and which is reset by FLUSHDB: the harness resets before it records a run."""
+    need), reset by deleting its broker's keys (`broker_keys`, glob patterns), never the
+    database's others: the harness resets before it records a run. Its harness side
+    submits one chunk at a time, and its broker is up before its workers start."""
+
+    in_flight = 1
+    broker_keys: tuple[str, ...]
 
     def worker_env(self) -> dict[str, str]:
         return {}
 
+    async def ready(self) -> bool:
+        return True
+
     async def reset(self) -> None:
         client = redis.asyncio.Redis.from_url(sink_url())
         try:
-            await client.flushdb()
+            for pattern in self.broker_keys:
+                async for found in client.scan_iter(match=pattern, count=1000):
+                    await client.delete(found)
         finally:
             await client.aclose()
 
