@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
+from collections import deque
 from collections.abc import Awaitable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,6 +32,7 @@ from tickwheel.worker.registry import App
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
+MAX_FETCHES = 4  # pulls and claims in flight at once while the queue has depth
 
 
 def default_worker_id() -> str:
@@ -46,27 +49,39 @@ class Worker:
         worker_id: str | None = None,
         queues: Collection[str] = ("default",),
         concurrency: int = 64,
+        prefetch: int | None = None,
         batch_size: int = 256,
         poll_seconds: float = 1.0,
         threads: int = 16,
         registry: WorkerStore | None = None,
         report_seconds: float = 5.0,
     ) -> None:
+        """`prefetch`: tasks claimed ahead of a free slot (default: `concurrency`), so
+        that the round trips of pulling and claiming overlap with running."""
         self._app = app
         self._dispatcher = dispatcher
         self._queue = queue
         self.worker_id = worker_id or default_worker_id()
         self._queues = tuple(queues)
         self._concurrency = concurrency
+        self._holding = concurrency + (concurrency if prefetch is None else prefetch)
         self._batch_size = batch_size
         self._poll = poll_seconds
         self._threads = ThreadPoolExecutor(threads, thread_name_prefix="tickwheel-task")
+        # Claimed tasks, until their end is written: those running and those writing
+        # their end (heartbeats keep both leases); `_running` counts the first.
         self._inflight: dict[int, tuple[ClaimedTask, asyncio.Task[None]]] = {}
-        self._slot_free = asyncio.Event()
+        self._running = 0
+        self._claimed: deque[ClaimedTask] = deque()  # claimed, waiting for a free slot
+        self._starting = True
+        self._reserved = 0  # room taken by pulls and claims in flight
+        self._fetches: set[asyncio.Task[None]] = set()
+        self._deep = False  # the last pull came back full: the queue has depth
+        self._room = asyncio.Event()  # a slot, or room to fetch, came free
         self._stopping = False
         self._revoked: set[int] = set()
         self._pulling_done = asyncio.Event()
-        self._idle_pull: asyncio.Task[Any] | None = None  # a pull waiting for work, if any
+        self._pulls: set[asyncio.Future[list[ReadyItem]]] = set()  # to cancel at stop
         self._heartbeats: asyncio.Task[None] | None = None
         # Where this worker says it is alive, for operators to see (None: nowhere).
         self._registry = registry
@@ -77,6 +92,10 @@ class Worker:
     # -- pulling -------------------------------------------------------------
 
     async def run(self) -> None:
+        """Keep claimed work ahead of the free slots. While the queue has depth (the
+        last pull came back full), up to MAX_FETCHES pulls and claims are in flight at
+        once, so a far store costs round trips per batch, not per task; an idle queue
+        has one long poll waiting."""
         # Heartbeats outlive the pull loop: they keep running tasks' leases alive
         # through a graceful shutdown, and `stop` ends them last.
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
@@ -84,42 +103,65 @@ class Worker:
             self._reports = asyncio.create_task(self._report_loop(self._registry))
         try:
             while not self._stopping:
-                free = self._concurrency - len(self._inflight)
-                if free <= 0:
-                    self._slot_free.clear()
-                    await self._slot_free.wait()
+                held = len(self._inflight) + len(self._claimed) + self._reserved
+                room = self._holding - held
+                wanted = MAX_FETCHES if self._deep else 1
+                if room <= 0 or len(self._fetches) >= wanted:
+                    self._room.clear()
+                    await self._room.wait()
                     continue
-                self._idle_pull = asyncio.ensure_future(
-                    self._queue.pull(
-                        self._queues, limit=min(free, self._batch_size), wait_seconds=self._poll
-                    )
-                )
-                try:
-                    items = await self._idle_pull
-                except asyncio.CancelledError:
-                    if not self._stopping:
-                        raise
-                    break  # stopped while waiting for work: nothing was taken
-                except Exception:  # the queue is unreachable (Redis restarting): wait
-                    log.exception("pulling from the ready queue failed; retrying")
-                    await asyncio.sleep(self._poll)
-                    continue
-                finally:
-                    self._idle_pull = None
-                if self._stopping:
-                    await self._hand_back(items)  # pulled but never claimed
-                    break
-                try:
-                    claimed = await self._dispatcher.claim(items, self.worker_id)
-                except Exception:
-                    log.exception("claiming %d tasks failed; they go back on the queue", len(items))
-                    await self._hand_back(items)
-                    await asyncio.sleep(self._poll)
-                    continue
-                for task in claimed:
-                    self._start(task)
+                limit = min(room, self._batch_size)
+                self._reserved += limit
+                fetch = asyncio.create_task(self._fetch(limit))
+                self._fetches.add(fetch)
+                fetch.add_done_callback(self._fetched)
+            await asyncio.gather(*self._fetches, return_exceptions=True)
         finally:
             self._pulling_done.set()
+
+    def _fetched(self, fetch: asyncio.Task[None]) -> None:
+        self._fetches.discard(fetch)
+        self._room.set()
+
+    async def _fetch(self, limit: int) -> None:
+        """Pull up to `limit` tasks and claim them; they wait in `_claimed` for a slot."""
+        try:
+            items = await self._pull(limit)
+            self._deep = len(items) == limit
+            if not items:
+                return
+            if self._stopping:
+                await self._hand_back(items)  # pulled but never claimed
+                return
+            try:
+                claimed = await self._dispatcher.claim(items, self.worker_id)
+            except Exception:
+                log.exception("claiming %d tasks failed; they go back on the queue", len(items))
+                await self._hand_back(items)
+                await asyncio.sleep(self._poll)
+                return
+            self._claimed.extend(claimed)
+            self._start_claimed()
+        finally:
+            self._reserved -= limit
+
+    async def _pull(self, limit: int) -> list[ReadyItem]:
+        pull = asyncio.ensure_future(
+            self._queue.pull(self._queues, limit=limit, wait_seconds=self._poll)
+        )
+        self._pulls.add(pull)
+        try:
+            return await pull
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            return []  # stopped while waiting for work: nothing was taken
+        except Exception:  # the queue is unreachable (Redis restarting): wait
+            log.exception("pulling from the ready queue failed; retrying")
+            await asyncio.sleep(self._poll)
+            return []
+        finally:
+            self._pulls.discard(pull)
 
     async def _hand_back(self, items: list[ReadyItem]) -> None:
         try:
@@ -127,22 +169,37 @@ class Worker:
         except Exception:  # still pending in the store: the reconciler releases them again
             log.exception("could not give %d pulled tasks back to the queue", len(items))
 
-    def _start(self, task: ClaimedTask) -> None:
-        runner = asyncio.create_task(self._run(task))
-        self._inflight[task.seq] = (task, runner)
-        runner.add_done_callback(lambda _: self._done(task.seq))
+    def _start_claimed(self) -> None:
+        """Start claimed tasks while slots are free."""
+        while self._claimed and self._running < self._concurrency and self._starting:
+            task = self._claimed.popleft()
+            if task.seq in self._revoked:  # cancelled or taken over while it waited
+                self._revoked.discard(task.seq)
+                continue
+            self._running += 1
+            runner = asyncio.create_task(self._run(task))
+            self._inflight[task.seq] = (task, runner)
+            runner.add_done_callback(functools.partial(self._done, task.seq))
 
-    def _done(self, seq: int) -> None:
+    def _slot_freed(self) -> None:
+        self._running -= 1
+        self._start_claimed()
+        self._room.set()
+
+    def _done(self, seq: int, _: object = None) -> None:
         self._inflight.pop(seq, None)
         self._revoked.discard(seq)
-        self._slot_free.set()
+        self._room.set()
 
     # -- running -------------------------------------------------------------
 
     async def _run(self, task: ClaimedTask) -> None:
         fail = self._dispatcher.fail
         try:
-            await self._execute(task)
+            try:
+                await self._execute(task)
+            finally:
+                self._slot_freed()  # the handler is done: its end is written meanwhile
         except asyncio.CancelledError:
             if task.seq in self._revoked:
                 self._revoked.discard(task.seq)
@@ -212,15 +269,16 @@ class Worker:
         while True:
             await asyncio.sleep(interval)
             fences = {seq: task.fence for seq, (task, _) in self._inflight.items()}
+            fences.update((task.seq, task.fence) for task in self._claimed)
             try:
                 stale = await self._dispatcher.heartbeat(fences)
             except Exception:
                 log.exception("heartbeat failed; retrying")
                 continue
             for seq in stale:
+                self._revoked.add(seq)  # one still waiting for a slot is never started
                 entry = self._inflight.get(seq)
                 if entry is not None:
-                    self._revoked.add(seq)
                     entry[1].cancel()
 
     # -- being seen ----------------------------------------------------------
@@ -253,17 +311,12 @@ class Worker:
         """Stop pulling, let in-flight tasks finish within the grace period, then
         interrupt the rest and give them back for a retry."""
         self._stopping = True
-        self._slot_free.set()
-        if self._idle_pull is not None:
-            self._idle_pull.cancel()
-        if self._heartbeats is not None:  # the pull loop ran: let a claim in flight land
+        self._room.set()
+        for pull in list(self._pulls):
+            pull.cancel()
+        if self._heartbeats is not None:  # the pull loop ran: let claims in flight land
             await wait_event(self._pulling_done, self._poll + 5)
-        running = [runner for _, runner in self._inflight.values()]
-        if running:
-            _, late = await asyncio.wait(running, timeout=grace_seconds)
-            for runner in late:
-                runner.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        await self._drain(grace_seconds)
         if self._heartbeats is not None:
             self._heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -271,9 +324,29 @@ class Worker:
         await self._stop_reports()
         self._threads.shutdown(wait=False, cancel_futures=True)
 
+    async def _drain(self, grace_seconds: float) -> None:
+        """Run what is claimed (the tasks waiting start as slots free) until the grace
+        period ends; then interrupt the rest and give every task back for a retry."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_seconds
+        while self._inflight and (left := deadline - loop.time()) > 0:
+            runners = [runner for _, runner in self._inflight.values()]
+            await asyncio.wait(runners, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        self._starting = False  # past the grace period: start nothing more
+        late = [runner for _, runner in self._inflight.values()]
+        for runner in late:
+            runner.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        while self._claimed:
+            task = self._claimed.popleft()
+            ending = self._dispatcher.fail(
+                task, "worker shut down before it started", retryable=True
+            )
+            await self._record(ending, task)
+
     @property
     def inflight(self) -> int:
-        return len(self._inflight)
+        return len(self._inflight) + len(self._claimed)
 
 
 def _describe(error: BaseException) -> str:
