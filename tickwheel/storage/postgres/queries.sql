@@ -211,6 +211,28 @@ WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running
   AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
 RETURNING tasks.seq, tasks.attempts, tasks.started_at, tasks.worker_id, tasks.schedule_id;
 
+-- name: end_attempts
+-- `finish` and `insert_executions` in one statement, for ends that take no new marks
+-- (no retries): one round trip, atomic by itself. $9: each end's outcome.
+WITH ended AS (
+    UPDATE tasks
+    SET status = f.status, version = tasks.version + 1, lease_expires_at = NULL,
+        completed_at = f.ended, last_error = COALESCE(f.error, tasks.last_error)
+    FROM unnest(
+        $1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[],
+        $7::bigint[], $8::bigint[], $9::text[]
+    ) AS f (fseq, fence, status, retry_at, ended, error, mark, expired_before, outcome)
+    WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+      AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
+    RETURNING tasks.seq, tasks.schedule_id, tasks.attempts, f.fence, tasks.worker_id,
+              tasks.started_at, f.ended, f.outcome, f.error
+), recorded AS (
+    INSERT INTO executions
+        (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)
+    SELECT * FROM ended
+)
+SELECT seq FROM ended;
+
 -- name: insert_executions
 INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)
 SELECT * FROM unnest(

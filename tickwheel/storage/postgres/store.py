@@ -150,14 +150,18 @@ class PostgresStore:
 
     # -- plumbing ------------------------------------------------------------
 
-    async def _transaction(self, work: Callable[[Db], Awaitable[T]]) -> T:
+    async def _transaction(self, work: Callable[[Db], Awaitable[T]], *, atomic: bool = True) -> T:
         """Run `work` in one transaction; one that lost a deadlock (rolled back whole)
-        runs again."""
+        runs again. Work of one statement is atomic by itself (`atomic=False`): it
+        saves the round trips of BEGIN and COMMIT, which a far store makes dear."""
         assert self._pool is not None, "open() the store first"
         for attempt in range(DEADLOCK_RETRIES):
             try:
-                async with self._pool.acquire() as db, db.transaction():
-                    return await work(db)
+                async with self._pool.acquire() as db:
+                    if not atomic:
+                        return await work(db)
+                    async with db.transaction():
+                        return await work(db)
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 if attempt == DEADLOCK_RETRIES - 1:
                     raise
@@ -167,10 +171,10 @@ class PostgresStore:
         raise AssertionError("unreachable")
 
     async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
-        return await self._transaction(lambda db: db.fetch(q(name), *args))
+        return await self._transaction(lambda db: db.fetch(q(name), *args), atomic=False)
 
     async def _fetchval(self, name: str, *args: Any) -> Any:
-        return await self._transaction(lambda db: db.fetchval(q(name), *args))
+        return await self._transaction(lambda db: db.fetchval(q(name), *args), atomic=False)
 
     # -- tasks ---------------------------------------------------------------
 
@@ -336,22 +340,26 @@ class PostgresStore:
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
     ) -> list[ClaimedTask]:
         claim = _Claim(now_ms, now_ms + lease_ms, worker_id)
-
-        async def work(db: Db) -> list[asyncpg.Record]:
-            found = await claim.run(db, items, keyed=False)
-            if len(found) < len(items):  # cancelled meanwhile, or behind an ordering key
-                taken = {r[0] for r in found}
-                found += await _claim_keyed(db, [i for i in items if i[0] not in taken], claim)
-            return found
-
-        return [convert.claimed(r) for r in await self._transaction(work)]
+        # One statement, in a round trip of its own: the tasks with no ordering key.
+        found = await self._transaction(lambda db: claim.run(db, items, keyed=False), atomic=False)
+        if len(found) < len(items):  # cancelled meanwhile, or behind an ordering key
+            taken = {r[0] for r in found}
+            rest = [i for i in items if i[0] not in taken]
+            found += await self._transaction(lambda db: _claim_keyed(db, rest, claim))
+        return [convert.claimed(r) for r in found]
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         found = await self._fetch("extend_leases", list(fences), list(fences.values()), until_ms)
         return set(fences) - {r[0] for r in found}
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
-        return await self._transaction(lambda db: _finish(db, finishes))
+        ends = Ends(finishes)
+        if ends.retries or ends.repeats:  # new marks: they must commit with the ends
+            return await self._transaction(lambda db: _finish(db, finishes))
+        # Every attempt ended for good: the ends and their execution rows in one statement.
+        outcomes = [str(f.outcome) for f in ends.first.values()]
+        written = await self._fetch("end_attempts", *_columns(ends.rows(()), 8), outcomes)
+        return ends.answers({r[0] for r in written}, [])
 
     async def subscribe(self, on_news: Callable[[News], None]) -> None:
         self._on_news = on_news
