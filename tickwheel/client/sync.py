@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import httpx
 from typing_extensions import Unpack
 
-from tickwheel.api.schemas import (
+from tickwheel.answers import (
     AttemptEndOut,
     CancelledOut,
     ClaimedOut,
