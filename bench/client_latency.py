@@ -18,6 +18,7 @@ import asyncio
 import http.client
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -208,23 +209,29 @@ async def asynchronous(
 # -- import time -------------------------------------------------------------
 
 
-def import_seconds(code: str, runs: int) -> float:
-    """The median wall time of a fresh interpreter running `code`."""
-    times = []
+def import_seconds(code: str, runs: int) -> tuple[float, float]:
+    """The median wall time of a fresh interpreter running `code`, and the median CPU
+    time it used (steadier when other programs share the cores)."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True, env=os.environ)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def imports(runs: int) -> dict[str, float]:
-    bare = import_seconds("pass", runs)
-    client = import_seconds("import tickwheel; tickwheel.Client", runs)
+    bare, bare_cpu = import_seconds("pass", runs)
+    client, client_cpu = import_seconds("import tickwheel; tickwheel.Client", runs)
     return {
         "python_alone_ms": round(bare * 1000, 1),
         "import_for_client_ms": round(client * 1000, 1),
         "import_for_client_minus_python_ms": round((client - bare) * 1000, 1),
+        "python_alone_cpu_ms": round(bare_cpu * 1000, 1),
+        "import_for_client_cpu_ms": round(client_cpu * 1000, 1),
     }
 
 
