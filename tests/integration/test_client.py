@@ -1,20 +1,24 @@
-"""`AsyncClient` against the real API and engine (in process): every route, retries that
-never make a second task, and typed errors."""
+"""`AsyncClient` and `Client` against the real API and engine (in process, served by
+uvicorn on a loopback port): every route, retries that never make a second task, and
+typed errors."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
+import uvicorn
 
 from tickwheel import (
     AsyncClient,
+    Client,
     Conflict,
     Forbidden,
     IdempotencyConflict,
@@ -24,11 +28,12 @@ from tickwheel import (
     StaleFence,
     TaskNotFound,
     Unauthorized,
+    Unreachable,
     Workflow,
 )
 from tickwheel.api.app import create_app
 from tickwheel.api.auth import new_token, token_hash
-from tickwheel.client import Retries, task_body
+from tickwheel.client import NO_RETRIES, Retries, task_body
 from tickwheel.config import Settings
 from tickwheel.core.retry import RetryPolicy
 from tickwheel.engine.node import Node
@@ -36,45 +41,104 @@ from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
 
 ONE_RETRY = Retries(RetryPolicy(max_retries=1, base_seconds=0.01, max_seconds=0.01))
+KEEP_ALIVE_SECONDS = 0.5  # the server closes a connection idle this long
 
 
-class Flaky(httpx.AsyncBaseTransport):
-    """The real app behind a network that can lose answers: `lose` answers are thrown
-    away after the server has handled their request, and every request is counted."""
+@asynccontextmanager
+async def serving(node: Node) -> AsyncIterator[str]:
+    """`node`'s API on a free loopback port, in this event loop; yields its URL."""
+    app = create_app(node, manage_node=False)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="off", timeout_keep_alive=KEEP_ALIVE_SECONDS
+    )
+    server = uvicorn.Server(config)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    serve = asyncio.create_task(server.serve(sockets=[listener]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await serve
 
-    def __init__(self, app: object, *, lose: int = 0) -> None:
-        self._inner = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+
+class Flaky:
+    """A network between a client and the server that can lose answers: a proxy that
+    cuts the connection instead of passing on `lose` answers (their requests were
+    handled), and counts every request."""
+
+    def __init__(self, server_url: str, *, lose: int = 0) -> None:
+        self._upstream = int(server_url.rsplit(":", 1)[1])
         self.lose = lose
         self.requests: list[str] = []
+        self.url = ""
+        self._server: asyncio.Server | None = None
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(f"{request.method} {request.url.path}")
-        response = await self._inner.handle_async_request(request)
-        if self.lose > 0:
-            self.lose -= 1
-            await response.aread()
-            raise httpx.ReadTimeout("the answer was lost", request=request)
-        return response
+    async def __aenter__(self) -> Flaky:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _relay(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
+        server, to_server = await asyncio.open_connection("127.0.0.1", self._upstream)
+        try:
+            while True:
+                request = await _message(client)
+                method, target = request.split(b" ", 2)[:2]
+                self.requests.append(f"{method.decode()} {target.decode().split('?')[0]}")
+                to_server.write(request)
+                answer = await _message(server)
+                if self.lose > 0:
+                    self.lose -= 1
+                    return  # the answer is lost: the client sees the connection end
+                to_client.write(answer)
+                await to_client.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # either end went away
+        finally:
+            to_server.close()
+            to_client.close()
+
+
+async def _message(reader: asyncio.StreamReader) -> bytes:
+    """One HTTP/1.1 request or answer, head and body (the API always sends a length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+        assert name.strip().lower() != b"transfer-encoding", "the proxy reads lengths only"
+    return head + await reader.readexactly(length)
 
 
 ClientFactory = Callable[..., Awaitable[tuple[AsyncClient, Flaky]]]
 
 
 @pytest.fixture
-async def connect(node: Node) -> AsyncIterator[ClientFactory]:
+async def served(node: Node) -> AsyncIterator[str]:
+    async with serving(node) as url:
+        yield url
+
+
+@pytest.fixture
+async def connect(served: str) -> AsyncIterator[ClientFactory]:
     """Clients of `node`'s API, each over its own `Flaky` network."""
-    app = create_app(node, manage_node=False)
-    opened: list[AsyncClient] = []
+    async with AsyncExitStack() as opened:
 
-    async def open_client(*, lose: int = 0, **options: object) -> tuple[AsyncClient, Flaky]:
-        network = Flaky(app, lose=lose)
-        client = AsyncClient("http://tickwheel", transport=network, **options)  # type: ignore[arg-type]
-        opened.append(client)
-        return client, network
+        async def open_client(*, lose: int = 0, **options: object) -> tuple[AsyncClient, Flaky]:
+            network = await opened.enter_async_context(Flaky(served, lose=lose))
+            client = AsyncClient(network.url, **options)  # type: ignore[arg-type]
+            return await opened.enter_async_context(client), network
 
-    yield open_client
-    for client in opened:
-        await client.close()
+        yield open_client
 
 
 async def test_submit_wait_and_read(connect: ClientFactory) -> None:
@@ -127,7 +191,7 @@ async def test_a_claim_is_not_repeated_after_a_lost_answer(connect: ClientFactor
     """Tasks claimed in a lost answer wait out their lease; claiming again could not
     give them back, so the client does not hide the loss."""
     client, network = await connect(lose=1)
-    with pytest.raises(Exception, match="lost"):
+    with pytest.raises(Unreachable):
         await client.claim("w1", wait_seconds=0)
     assert network.requests == ["POST /api/worker/claim"]
 
@@ -257,8 +321,7 @@ async def bare_node(tmp_path: Path) -> AsyncIterator[Node]:
 
 
 async def test_the_worker_protocol(bare_node: Node) -> None:
-    app = create_app(bare_node, manage_node=False)
-    async with AsyncClient("http://t", transport=httpx.ASGITransport(app=app)) as client:
+    async with serving(bare_node) as url, AsyncClient(url) as client:
         ok, bad = await client.submit("resize"), await client.submit("resize", max_retries=0)
         claimed = []
         while len(claimed) < 2:
@@ -280,10 +343,12 @@ async def test_the_worker_protocol(bare_node: Node) -> None:
 async def test_overload_is_raised_with_the_servers_retry_after(bare_node: Node) -> None:
     """With nothing draining, the server asks for more patience (60 s) than this client
     has (5 s): it raises at once instead of waiting (see tests/unit/client for waits)."""
-    app = create_app(bare_node, manage_node=False)
-    network = Flaky(app)
     retries = replace(ONE_RETRY, max_retry_after_seconds=5)
-    async with AsyncClient("http://t", transport=network, retries=retries) as client:
+    async with (
+        serving(bare_node) as url,
+        Flaky(url) as network,
+        AsyncClient(network.url, retries=retries) as client,
+    ):
         for _ in range(4):
             await client.submit("noop")
         while (await client.queues()).backlog < 4:
@@ -321,3 +386,52 @@ async def test_workflows_through_the_client_survive_a_lost_answer(connect: Clien
     assert task.schedule.timezone == "Europe/Paris"
     with pytest.raises(TaskNotFound):
         await client.get_workflow("no-such-workflow")
+
+
+async def test_the_blocking_client_survives_a_lost_answer(served: str) -> None:
+    """`Client` (run on a thread beside the server's event loop): the same retries and
+    errors over its own transport."""
+    async with Flaky(served, lose=1) as network:
+        with Client(network.url, retries=ONE_RETRY) as client:
+            submitted = await asyncio.to_thread(client.submit, "noop", {"n": 1}, priority=5)
+            assert network.requests == ["POST /api/tasks"] * 2
+            assert submitted.duplicate
+            done = await asyncio.to_thread(client.wait, submitted.task_id, timeout_seconds=10)
+            assert (done.status, done.payload, done.priority) == ("succeeded", {"n": 1}, 5)
+            network.lose = 1
+            with pytest.raises(Unreachable):  # a claim is never repeated
+                await asyncio.to_thread(client.claim, "w1")
+            with pytest.raises(TaskNotFound):
+                await asyncio.to_thread(client.get, "no-such-task")
+            with pytest.raises(InvalidBatch):
+                await asyncio.to_thread(client.submit_many, [task_body("noop", priority=500)])
+            (page, _) = await asyncio.gather(
+                asyncio.to_thread(client.list_tasks, ["succeeded"], limit=5),
+                asyncio.to_thread(client.health),  # two threads share one client
+            )
+            assert [t.task_id for t in page.tasks] == [submitted.task_id]
+
+
+async def test_a_connection_the_server_closed_while_idle_is_not_reused(served: str) -> None:
+    """Without retries, so that a stale connection would fail the second call."""
+    with Client(served, retries=NO_RETRIES) as client:
+        assert (await asyncio.to_thread(client.health)).ok
+        await asyncio.sleep(KEEP_ALIVE_SECONDS * 3)
+        assert (await asyncio.to_thread(client.health)).ok
+    async with AsyncClient(served, retries=NO_RETRIES) as async_client:
+        assert (await async_client.health()).ok
+        await asyncio.sleep(KEEP_ALIVE_SECONDS * 3)
+        assert (await async_client.health()).ok
+
+
+async def test_a_server_not_listening_is_unreachable() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    with Client(url, retries=ONE_RETRY) as client, pytest.raises(Unreachable) as blocking:
+        await asyncio.to_thread(client.claim, "w1")  # never sent: tried again all the same
+    async with AsyncClient(url, retries=ONE_RETRY) as async_client:
+        with pytest.raises(Unreachable) as awaiting:
+            await async_client.claim("w1")
+    for error in (blocking.value, awaiting.value):
+        assert str(error).startswith(f"POST {url}/api/worker/claim: ")

@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from tickwheel.answers import Answer
 from tickwheel.client import Client
 from tickwheel.client.base import DEFAULT_URL
 from tickwheel.config import env
@@ -29,7 +29,7 @@ def register(cli: typer.Typer) -> None:
     cli.command()(cancel)
 
 
-def call(url: str, work: Callable[[Client], BaseModel]) -> Any:
+def call(url: str, work: Callable[[Client], Answer]) -> Any:
     """Run `work` with a client of `url`; print what went wrong and exit non-zero."""
     try:
         with Client(url) as client:

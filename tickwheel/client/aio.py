@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
-from typing_extensions import Unpack
-
-from tickwheel.api.schemas import (
+from tickwheel.answers import (
     AttemptEndOut,
     CancelledOut,
     ClaimedOut,
@@ -30,10 +26,20 @@ from tickwheel.client import calls
 from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
 from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
+from tickwheel.client.transport import AsyncConnections, NoAnswer
 from tickwheel.models import ScheduleOptions, SubmitOptions
 from tickwheel.workflow import Workflow, workflow_body
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 T = TypeVar("T")
+
+
+async def _sleep(seconds: float) -> None:
+    import asyncio  # here: a program that imports tickwheel need not load asyncio
+
+    await asyncio.sleep(seconds)
 
 
 class AsyncClient(ClientBase):
@@ -47,15 +53,12 @@ class AsyncClient(ClientBase):
         token: str | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         retries: Retries = Retries(),
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(url, token=token, timeout_seconds=timeout_seconds, retries=retries)
-        self._http = httpx.AsyncClient(
-            base_url=self.url, headers=self._headers, transport=transport
-        )
+        self._http = AsyncConnections(self.url)
 
     async def close(self) -> None:
-        await self._http.aclose()
+        await self._http.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -69,26 +72,18 @@ class AsyncClient(ClientBase):
         await self.close()
 
     async def _send(self, call: Call[T]) -> T:
+        target, body, headers = self._request(call)
+        timeouts = self._timeouts(call)
         for attempt in itertools.count(1):
             try:
-                response = await self._http.request(
-                    call.method,
-                    call.path,
-                    json=call.json,
-                    params=call.params,
-                    headers=call.headers,
-                    timeout=self._timeout(call),
-                )
-            except httpx.TransportError as error:
-                wait = self._retries.after_error(call, attempt, error)
-                if wait is None:
-                    raise self._unreachable(call, error) from error
-            else:
-                retry_after = response.headers.get("retry-after")
-                wait = self._retries.after_answer(call, attempt, response.status_code, retry_after)
-                if wait is None:
-                    return calls.answer(call, response.status_code, response.content, retry_after)
-            await asyncio.sleep(wait)
+                reply = await self._http.send(call.method, target, body, headers, timeouts)
+            except NoAnswer as error:
+                await _sleep(self._wait_after(call, attempt, error))
+                continue
+            wait = self._retries.after_answer(call, attempt, reply.status, reply.retry_after)
+            if wait is None:
+                return calls.answer(call, reply.status, reply.body, reply.retry_after)
+            await _sleep(wait)
         raise AssertionError("unreachable")
 
     # -- submitting ----------------------------------------------------------
@@ -178,7 +173,7 @@ class AsyncClient(ClientBase):
             task = await self.get(task_id)
             if task.status in waiting.final:
                 return task
-            await asyncio.sleep(waiting.next_pause())
+            await _sleep(waiting.next_pause())
 
     async def queues(self) -> QueuesOut:
         return await self._send(calls.queues())

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
-import httpx
+import msgspec
 
 from tickwheel.client.calls import Call
 from tickwheel.client.retries import Retries
+from tickwheel.client.transport import NoAnswer, Timeouts
 from tickwheel.config import env
 from tickwheel.errors import Unreachable
 from tickwheel.models import FINAL_STATUSES
@@ -36,17 +39,29 @@ class ClientBase:
         self._headers = {"User-Agent": USER_AGENT}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+        self._json_headers = {**self._headers, "Content-Type": "application/json"}
         self._timeout_seconds = timeout_seconds
         self._retries = retries
 
-    def _timeout(self, call: Call[Any]) -> httpx.Timeout:
-        """A long poll may hold the answer back for its wait on top of the usual time."""
-        return httpx.Timeout(self._timeout_seconds, read=self._timeout_seconds + call.wait_seconds)
+    def _request(self, call: Call[Any]) -> tuple[str, bytes | None, Mapping[str, str]]:
+        """What goes on the wire for `call`, the same for each of its tries: the target
+        (path and query), the body, the headers."""
+        target = f"{call.path}?{urlencode(call.params, doseq=True)}" if call.params else call.path
+        if call.json is None:
+            return target, None, {**self._headers, **call.headers}
+        return target, msgspec.json.encode(call.json), {**self._json_headers, **call.headers}
 
-    def _unreachable(self, call: Call[Any], error: httpx.TransportError) -> Unreachable:
-        # Only the kind of a protocol error: its text may quote a header, the token's too.
-        detail = type(error).__name__ if isinstance(error, httpx.ProtocolError) else str(error)
-        return Unreachable(f"{call.method} {self.url}{call.path}: {detail or type(error).__name__}")
+    def _timeouts(self, call: Call[Any]) -> Timeouts:
+        """A long poll may hold the answer back for its wait on top of the usual time."""
+        return Timeouts(self._timeout_seconds, self._timeout_seconds + call.wait_seconds)
+
+    def _wait_after(self, call: Call[Any], attempt: int, error: NoAnswer) -> float:
+        """Seconds to wait before trying again after no answer came; raises
+        `Unreachable` when the call is not tried again."""
+        wait = self._retries.after_error(call, attempt, error)
+        if wait is None:
+            raise Unreachable(f"{call.method} {self.url}{call.path}: {error}") from error
+        return wait
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"  # never the token

@@ -7,18 +7,16 @@ the request went out): submissions carry an idempotency key, so they are.
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
-from pydantic import BaseModel, ValidationError
-from typing_extensions import Unpack
+import msgspec
 
-from tickwheel.api.schemas import (
+from tickwheel.answers import (
     AttemptEndOut,
     BatchOut,
     CancelledOut,
@@ -51,15 +49,17 @@ from tickwheel.errors import (
 from tickwheel.ids import new_id
 from tickwheel.models import SUBMIT_OPTIONS, Status, SubmitOptions
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     method: str
     path: str
-    parse: Callable[[Any], T]
+    parse: Callable[[bytes], T]  # a 2xx answer's body; raises msgspec.DecodeError
     json: Any = None
     params: Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -67,8 +67,14 @@ class Call(Generic[T]):
     wait_seconds: float = 0.0  # the server may hold the answer this long (a long poll)
 
 
-def _model(kind: type[M]) -> Callable[[Any], M]:
-    return kind.model_validate
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def _model(kind: type[T]) -> Callable[[bytes], T]:
+    """Reads an answer's body as `kind`, in one pass from the bytes."""
+    if kind not in _DECODERS:
+        _DECODERS[kind] = msgspec.json.Decoder(kind)
+    return _DECODERS[kind].decode
 
 
 # -- submitting --------------------------------------------------------------
@@ -134,8 +140,8 @@ def submit(body: Mapping[str, Any]) -> Call[SubmittedOut]:
 
 
 def submit_many(bodies: Iterable[Mapping[str, Any]]) -> Call[list[SubmittedOut]]:
-    def parse(answer: Any) -> list[SubmittedOut]:
-        return BatchOut.model_validate(answer).tasks
+    def parse(answer: bytes) -> list[SubmittedOut]:
+        return _model(BatchOut)(answer).tasks
 
     tasks = [_named(body) for body in bodies]
     return Call("POST", "/api/tasks/batch", parse, json={"tasks": tasks})
@@ -238,8 +244,8 @@ def claim(
     max_tasks: int,
     wait_seconds: float,
 ) -> Call[list[ClaimedOut]]:
-    def parse(answer: Any) -> list[ClaimedOut]:
-        return ClaimOut.model_validate(answer).tasks
+    def parse(answer: bytes) -> list[ClaimedOut]:
+        return _model(ClaimOut)(answer).tasks
 
     body: dict[str, Any] = {
         "worker_id": worker_id,
@@ -284,15 +290,15 @@ def _segment(task_id: str) -> str:
 
 def answer(call: Call[T], status: int, body: bytes, retry_after: str | None) -> T:
     """The result of a 2xx answer; otherwise raise the error it stands for."""
-    try:
-        content = json.loads(body) if body else None
-    except ValueError:  # not JSON: a proxy's error page, say
-        content = None
     if status >= 400:
+        try:
+            content = msgspec.json.decode(body)
+        except msgspec.DecodeError:  # not JSON: a proxy's error page, say
+            content = None
         raise error_of(status, content if isinstance(content, dict) else {}, retry_after)
     try:
-        return call.parse(content)
-    except ValidationError as error:
+        return call.parse(body)
+    except msgspec.DecodeError as error:  # not JSON, or not the answer's shape
         raise ServerError(
             status, f"the answer to {call.method} {call.path} is malformed"
         ) from error

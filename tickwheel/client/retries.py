@@ -12,9 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from tickwheel.client.calls import Call, retry_after_seconds
+from tickwheel.client.transport import NoAnswer
 from tickwheel.core.retry import RetryPolicy
 
 REFUSED = 429
@@ -41,14 +40,9 @@ class Retries:
             return self.policy.delay(attempt, random.random)
         return asked if asked <= self.max_retry_after_seconds else None
 
-    def after_error(
-        self, call: Call[Any], attempt: int, error: httpx.TransportError
-    ) -> float | None:
+    def after_error(self, call: Call[Any], attempt: int, error: NoAnswer) -> float | None:
         """Seconds to wait before trying again, or None to give up."""
-        never_sent = isinstance(
-            error, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
-        )
-        if not (never_sent or call.repeatable) or not self.policy.should_retry(attempt):
+        if (error.sent and not call.repeatable) or not self.policy.should_retry(attempt):
             return None
         return self.policy.delay(attempt, random.random)
 

@@ -6,12 +6,9 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
-from typing_extensions import Unpack
-
-from tickwheel.api.schemas import (
+from tickwheel.answers import (
     AttemptEndOut,
     CancelledOut,
     ClaimedOut,
@@ -30,8 +27,12 @@ from tickwheel.client import calls
 from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
 from tickwheel.client.calls import Call, StatusFilter
 from tickwheel.client.retries import Retries
+from tickwheel.client.transport import Connections, NoAnswer
 from tickwheel.models import ScheduleOptions, SubmitOptions
 from tickwheel.workflow import Workflow, workflow_body
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 T = TypeVar("T")
 
@@ -47,10 +48,9 @@ class Client(ClientBase):
         token: str | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         retries: Retries = Retries(),
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(url, token=token, timeout_seconds=timeout_seconds, retries=retries)
-        self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
+        self._http = Connections(self.url)
 
     def close(self) -> None:
         self._http.close()
@@ -67,25 +67,17 @@ class Client(ClientBase):
         self.close()
 
     def _send(self, call: Call[T]) -> T:
+        target, body, headers = self._request(call)
+        timeouts = self._timeouts(call)
         for attempt in itertools.count(1):
             try:
-                response = self._http.request(
-                    call.method,
-                    call.path,
-                    json=call.json,
-                    params=call.params,
-                    headers=call.headers,
-                    timeout=self._timeout(call),
-                )
-            except httpx.TransportError as error:
-                wait = self._retries.after_error(call, attempt, error)
-                if wait is None:
-                    raise self._unreachable(call, error) from error
-            else:
-                retry_after = response.headers.get("retry-after")
-                wait = self._retries.after_answer(call, attempt, response.status_code, retry_after)
-                if wait is None:
-                    return calls.answer(call, response.status_code, response.content, retry_after)
+                reply = self._http.send(call.method, target, body, headers, timeouts)
+            except NoAnswer as error:
+                time.sleep(self._wait_after(call, attempt, error))
+                continue
+            wait = self._retries.after_answer(call, attempt, reply.status, reply.retry_after)
+            if wait is None:
+                return calls.answer(call, reply.status, reply.body, reply.retry_after)
             time.sleep(wait)
         raise AssertionError("unreachable")
 

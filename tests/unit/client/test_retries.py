@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from tickwheel.client import calls
 from tickwheel.client.retries import Retries
+from tickwheel.client.transport import NoAnswer
 from tickwheel.core.retry import RetryPolicy
 
 RETRIES = Retries(RetryPolicy(max_retries=2, base_seconds=0.5, max_seconds=4), 30)
 SUBMIT = calls.submit(calls.task_body("noop"))
 CLAIM = calls.claim("w", ["default"], None, 1, 0)
-REQUEST = httpx.Request("POST", "http://t/api/tasks")
 
 
 def test_a_refusal_waits_as_long_as_retry_after_asks() -> None:
@@ -47,8 +46,8 @@ def test_tries_stop_after_the_budget() -> None:
 
 
 def test_a_connection_never_made_is_retried_for_any_call() -> None:
-    refused = httpx.ConnectError("refused", request=REQUEST)
-    lost = httpx.ReadTimeout("lost", request=REQUEST)
+    refused = NoAnswer("refused", sent=False)
+    lost = NoAnswer("lost", sent=True)
     assert RETRIES.after_error(CLAIM, 1, refused) is not None
     assert RETRIES.after_error(CLAIM, 1, lost) is None
     assert RETRIES.after_error(SUBMIT, 1, lost) is not None

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import httpx
 
 from tickwheel import AsyncClient
 from tickwheel.bench.progress import steps
@@ -94,8 +93,7 @@ async def _batch_http(url: str, count: int, size: int) -> None:
 
 
 async def _sdk_single(url: str, count: int, senders: int) -> None:
-    limits = httpx.Limits(max_connections=senders)
-    async with AsyncClient(url, transport=httpx.AsyncHTTPTransport(limits=limits)) as client:
+    async with AsyncClient(url) as client:  # opens a connection per sender in flight
 
         async def send() -> None:
             await client.submit("noop", {"order": 42}, delay_seconds=3600)

@@ -1,0 +1,197 @@
+"""The API's answers as a client reads them: msgspec structs, decoded from bytes in one
+pass.
+
+Light on purpose: a program that only submits imports this, not the API's pydantic
+schemas (FastAPI, the engine). `tickwheel/api/schemas.py` states the same shapes for
+the server; `tests/unit/client/test_answers.py` holds the two to the same fields. A field
+the server adds is ignored here until a client reads it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+from msgspec import Struct
+
+
+class Answer(Struct, frozen=True):
+    """An answer of the API: immutable, compared by value. The answers were pydantic
+    models before; `model_dump` and `model_dump_json` still read them the same way."""
+
+    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
+        """The answer as a dict: times as `datetime`, or as ISO 8601 text in json mode."""
+        kept: tuple[type, ...] = () if mode == "json" else (datetime,)
+        content: dict[str, Any] = msgspec.to_builtins(self, builtin_types=kept)
+        return content
+
+    def model_dump_json(self) -> str:
+        return msgspec.json.encode(self).decode()
+
+
+class SubmittedOut(Answer, frozen=True):
+    task_id: str
+    status: str
+    due_time: datetime
+    schedule_id: str | None = None
+    duplicate: bool = False  # True when this answers a repeated idempotency key
+
+
+class BatchOut(Answer, frozen=True):
+    tasks: list[SubmittedOut]
+
+
+class ScheduleOut(Answer, frozen=True):
+    type: str
+    schedule_id: str | None = None
+    cron_expression: str | None = None
+    timezone: str | None = None
+    jitter_seconds: int | None = None
+    misfire_policy: str | None = None
+    overlap_policy: str | None = None
+    schedule_status: str | None = None
+
+
+class RetryBackoffOut(Answer, frozen=True):
+    base_seconds: float
+    max_seconds: float
+
+
+class TaskOut(Answer, frozen=True, kw_only=True):
+    task_id: str
+    task_type: str
+    status: str
+    payload: Any
+    schedule: ScheduleOut
+    queue: str
+    priority: int
+    max_retries: int
+    retry_backoff: RetryBackoffOut
+    timeout_seconds: float | None
+    idempotency_key: str | None
+    ordering_key: str | None = None
+    attempts: int
+    fence: int
+    due_time: datetime | None
+    created_at: datetime
+    triggered_at: datetime | None
+    started_at: datetime | None
+    completed_at: datetime | None
+    lease_expires_at: datetime | None
+    worker_id: str | None
+    last_error: str | None
+    current_instance_id: str | None = None
+
+
+class TaskPage(Answer, frozen=True):
+    tasks: list[TaskOut]
+    next_token: str | None
+
+
+class ExecutionOut(Answer, frozen=True):
+    execution_id: int
+    task_id: str
+    attempt: int
+    fence: int
+    worker_id: str | None
+    started_at: datetime
+    ended_at: datetime
+    outcome: str
+    error: str | None
+
+
+class HistoryPage(Answer, frozen=True):
+    executions: list[ExecutionOut]
+    next_token: str | None
+
+
+class CancelledOut(Answer, frozen=True):
+    ok: bool
+    cancelled_instances: int
+
+
+class QueuesOut(Answer, frozen=True):
+    """Whether submissions are admitted, the backlog that decides it, and each queue's
+    depth."""
+
+    backlog: int
+    drain_per_second: float
+    seconds_to_drain: float | None
+    admitting: bool
+    max_depth: int
+    max_drain_seconds: float
+    depth: dict[str, int]
+
+
+class SkippedOut(Answer, frozen=True):
+    task_id: str
+    reason: str
+
+
+class RedriveOut(Answer, frozen=True):
+    redriven: list[str]
+    skipped: list[SkippedOut]
+
+
+class ClaimedOut(Answer, frozen=True):
+    task_id: str
+    task_type: str
+    payload: Any
+    attempt: int
+    fence: int
+    idempotency_key: str
+    due_time: datetime
+    lease_expires_at: datetime
+    timeout_seconds: float | None
+
+
+class ClaimOut(Answer, frozen=True):
+    tasks: list[ClaimedOut]
+
+
+class LeaseOut(Answer, frozen=True):
+    task_id: str
+    lease_expires_at: datetime
+
+
+class AttemptEndOut(Answer, frozen=True):
+    task_id: str
+    status: str
+    retry_at: datetime | None
+
+
+class HealthOut(Answer, frozen=True):
+    ok: bool
+    node_id: str
+    partitions_owned: int
+    wheel_size: int
+    ready: dict[str, int]
+    inflight: int
+
+
+class WorkflowNodeOut(Answer, frozen=True, kw_only=True):
+    name: str
+    task_id: str
+    task_type: str
+    status: str
+    dependencies: list[str]
+    ordering_key: str | None = None
+    attempts: int
+    started_at: datetime | None
+    completed_at: datetime | None
+    last_error: str | None
+
+
+class WorkflowOut(Answer, frozen=True):
+    workflow_id: str
+    name: str
+    status: str  # running, succeeded, failed or cancelled
+    created_at: datetime
+    counts: dict[str, int]  # how many of its tasks are in each status
+    tasks: list[WorkflowNodeOut]
+
+
+class WorkflowCancelledOut(Answer, frozen=True):
+    ok: bool
+    cancelled: int
