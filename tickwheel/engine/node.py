@@ -103,7 +103,9 @@ class Node:
         self.store: Store = await open_store(
             s.database_url, partitions=s.partitions, migrate=s.migrate
         )
-        self.queue: ReadyQueue = open_queue(s.redis_url, prefix=s.redis_prefix)
+        self.queue: ReadyQueue = open_queue(
+            s.redis_url, prefix=s.redis_prefix, now_ms=self.clock.now_ms
+        )
         self.metrics_store: MetricsStore = open_metrics(
             self.metrics, s.redis_url, prefix=s.redis_prefix
         )
