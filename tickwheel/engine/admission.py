@@ -10,7 +10,8 @@ work was waiting for them: attempts ended divided by that time. A spell with an 
 queue says nothing of their capacity, so it neither counts nor decays the rate; a
 server that has not been busy yet has no rate and is judged by the depth alone. The
 ends are the cluster's (every worker's, see `EndedTally`), so each API node judges
-the whole pool, not its own share of it.
+the whole pool, not its own share of it. In one process (`tickwheel up`), spells in
+which the API itself admitted work are measured apart (see `DrainRate`).
 """
 
 from __future__ import annotations
@@ -29,26 +30,30 @@ SAMPLE_SECONDS = 0.5
 # The rate is measured over windows of this much time in which work waited...
 WINDOW_MS = 2_000
 # ...and the best window of the last this-much of such time stands for the capacity:
-# the pool could do that, and a spell of contention (in one process, the submissions
-# themselves take the event loop from the workers) does not make it look slow.
+# the pool could do that, and a moment of contention does not make it look slow.
 RECENT_MS = 60_000
 MAX_RETRY_AFTER_SECONDS = 60
 
 
 class DrainRate:
     """Attempts ended per second while work waited for the workers. Pure: the caller
-    reads the time, the running total of ends and the depth, and says so."""
+    reads the time, the running total of ends and the depth, and says so.
+
+    A span is `contended` when the workers share their process with an API that
+    admitted work meanwhile: the submissions themselves took the event loop from the
+    workers (a flood of batches into `tickwheel up` drains ~350 tasks/s, and ~6,000/s
+    the moment it stops). Such spans say little of capacity: they are measured apart
+    and judged by only after a whole recent period of nothing else."""
 
     def __init__(self) -> None:
         self._last: tuple[int, int, bool] | None = None  # now_ms, ended, work waited
-        self._busy_ms = 0  # time in which work waited, ever: the clock of what follows
-        self._spans: deque[tuple[int, int]] = deque()  # (ms, ends) of the recent busy time
-        self._recent = (0, 0)  # sums of the spans: ms, ends
-        self._best: deque[tuple[int, float]] = deque()  # (busy ms, window rate), decreasing
-        self._ended_while_busy = False
+        self._clear = _Track()
+        self._contended = _Track()
+        self._contended_ms = 0  # busy time contended since the last clear span
 
-    def observe(self, now_ms: int, ended: int, waiting: int) -> None:
-        """At `now_ms`, `ended` attempts had ended so far and `waiting` tasks waited."""
+    def observe(self, now_ms: int, ended: int, waiting: int, *, contended: bool = False) -> None:
+        """At `now_ms`, `ended` attempts had ended so far and `waiting` tasks waited;
+        `contended`: the API of this process admitted work since the last call."""
         last, self._last = self._last, (now_ms, ended, waiting > 0)
         if last is None:
             return
@@ -56,30 +61,40 @@ class DrainRate:
         span_ms = now_ms - then_ms
         if span_ms <= 0 or not (waited and waiting > 0):
             return  # idle at one end (or time went back): nothing learned about capacity
-        ends = max(0, ended - ended_then)
-        self._ended_while_busy |= ends > 0
-        self._busy_ms += span_ms
-        self._add(span_ms, ends)
-        window = self._window_rate()
-        if window is not None:
-            self._remember(window)
+        track = self._contended if contended else self._clear
+        track.add(span_ms, max(0, ended - ended_then))
+        self._contended_ms = self._contended_ms + span_ms if contended else 0
 
     def per_second(self) -> float | None:
-        """What the pool can drain: the best recent window. None while there is none to
-        judge by: nothing ended yet while work waited (unless work has waited a whole
-        recent period for nothing: a stuck pool drains 0)."""
-        if not self._best or not (self._ended_while_busy or self._busy_ms >= RECENT_MS):
-            return None
-        return self._best[0][1]
+        """What the pool can drain; None while there is nothing to judge by yet."""
+        track = self._judged()
+        return None if track is None else track.best()
 
     def steady(self) -> float | None:
-        """What the pool drained on average over the recent busy time: for how long a
+        """What the pool drained on average over its recent busy time: for how long a
         backlog takes to go down (never more than `per_second`)."""
-        ms, ends = self._recent
-        best = self.per_second()
-        return None if best is None or not ms else min(best, ends * 1000 / ms)
+        track = self._judged()
+        return None if track is None else track.steady()
 
-    def _add(self, span_ms: int, ends: int) -> None:
+    def _judged(self) -> _Track | None:
+        if self._contended_ms >= RECENT_MS and self._contended.known():
+            return self._contended
+        return self._clear if self._clear.known() else None
+
+
+class _Track:
+    """Spans of busy time and the windows they make."""
+
+    def __init__(self) -> None:
+        self.busy_ms = 0  # time in which work waited, ever: the clock of what follows
+        self._spans: deque[tuple[int, int]] = deque()  # (ms, ends) of the recent busy time
+        self._recent = (0, 0)  # sums of the spans: ms, ends
+        self._best: deque[tuple[int, float]] = deque()  # (busy ms, window rate), decreasing
+        self._ended = False
+
+    def add(self, span_ms: int, ends: int) -> None:
+        self.busy_ms += span_ms
+        self._ended |= ends > 0
         spans = self._spans
         spans.append((span_ms, ends))
         ms, total = self._recent[0] + span_ms, self._recent[1] + ends
@@ -87,6 +102,21 @@ class DrainRate:
             old_ms, old_ends = spans.popleft()
             ms, total = ms - old_ms, total - old_ends
         self._recent = (ms, total)
+        window = self._window_rate()
+        if window is not None:
+            self._remember(window)
+
+    def known(self) -> bool:
+        """A window was measured and some task ended while work waited (or work waited
+        a whole recent period for nothing: a stuck pool drains 0)."""
+        return bool(self._best) and (self._ended or self.busy_ms >= RECENT_MS)
+
+    def best(self) -> float:
+        return self._best[0][1]
+
+    def steady(self) -> float:
+        ms, ends = self._recent
+        return min(self.best(), ends * 1000 / ms)
 
     def _window_rate(self) -> float | None:
         """Ends per second over the last `WINDOW_MS` (or a little more) of busy time."""
@@ -98,7 +128,7 @@ class DrainRate:
         return None
 
     def _remember(self, rate: float) -> None:
-        best, now = self._best, self._busy_ms
+        best, now = self._best, self.busy_ms
         while best and best[-1][1] <= rate:
             best.pop()
         best.append((now, rate))
@@ -129,11 +159,12 @@ class Admission:
         self.max_depth = max_depth
         self.max_drain_seconds = max_drain_seconds
         self.rate = DrainRate()
+        self.admitted = 0  # submissions let in: whether the API was busy meanwhile
 
-    def observe(self, ended: int, depth: dict[str, int]) -> None:
-        """Feed the rate: the running total of attempts ended cluster-wide, and the
-        depth read with it."""
-        self.rate.observe(self._clock.now_ms(), ended, sum(depth.values()))
+    def observe(self, ended: int, depth: dict[str, int], *, contended: bool = False) -> None:
+        """Feed the rate: the running total of attempts ended cluster-wide, the depth
+        read with it, and whether this process's API took the workers' time meanwhile."""
+        self.rate.observe(self._clock.now_ms(), ended, sum(depth.values()), contended=contended)
 
     def state(self) -> AdmissionState:
         depth = self._depth()
@@ -151,6 +182,7 @@ class Admission:
         """Raise `Overloaded` with a retry hint when new submissions must wait."""
         state = self.state()
         if state.open:
+            self.admitted += 1
             return
         # Long enough for the backlog to drain, at the pace it has been draining, to what
         # would be admitted.

@@ -263,14 +263,20 @@ class Node:
     async def _measure_drain(self) -> None:
         """Admission control judges the whole cluster: twice a second this node reads
         the ready queue's depth (a shared queue changes under other nodes' hands) and
-        the attempts every worker ended, from the metrics all nodes flush."""
+        the attempts every worker ended, from the metrics all nodes flush. Where the
+        workers share this process, a spell in which the API admitted work is told
+        apart: the submissions took the workers' turn on the event loop."""
         ended = EndedTally()
+        shared = Role.WORKER in self.roles
+        admitted = self.admission.admitted
         while True:
             try:
                 depth = await self.queue.fresh_depth()
                 now_ms = self.clock.now_ms()
                 seconds = await self.metrics_store.seconds(now_ms)
-                self.admission.observe(ended.update(seconds, now_ms), depth)
+                contended = shared and self.admission.admitted != admitted
+                admitted = self.admission.admitted
+                self.admission.observe(ended.update(seconds, now_ms), depth, contended=contended)
             except Exception:
                 log.exception("measuring the drain rate failed")
             await asyncio.sleep(SAMPLE_SECONDS)

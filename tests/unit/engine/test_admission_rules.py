@@ -33,18 +33,21 @@ class Pool:
         )
         self.sample()
 
-    def sample(self) -> None:
-        self.admission.observe(self.ended, {"default": self.depth})
+    def sample(self, *, contended: bool = False) -> None:
+        self.admission.observe(self.ended, {"default": self.depth}, contended=contended)
 
-    def run(self, seconds: float, *, per_second: float, arriving: float = 0.0) -> None:
-        """Tasks arrive and the workers end up to `per_second` of those waiting."""
+    def run(
+        self, seconds: float, *, per_second: float, arriving: float = 0.0, flood: bool = False
+    ) -> None:
+        """Tasks arrive and the workers end up to `per_second` of those waiting;
+        `flood`: the API of their own process admits work all along."""
         for _ in range(round(seconds * 1000 / STEP_MS)):
             self.clock.advance(SAMPLE_SECONDS)
             self.depth += round(arriving * SAMPLE_SECONDS)
             done = min(self.depth, round(per_second * SAMPLE_SECONDS))
             self.depth -= done
             self.ended += done
-            self.sample()
+            self.sample(contended=flood)
 
     @property
     def rate(self) -> float | None:
@@ -136,3 +139,23 @@ def test_time_going_back_teaches_nothing() -> None:
     rate.observe(9_000, 100, 5)
     rate.observe(8_000, 200, 5)
     assert rate.per_second() is None
+
+
+def test_a_flood_into_one_process_is_judged_by_depth_until_it_lasts() -> None:
+    """The workers of `tickwheel up` drain slowly while its API takes a flood: that is
+    the flood's doing, not their capacity."""
+    pool = Pool()
+    pool.depth = 1000
+    pool.run(30, per_second=350, arriving=6000, flood=True)
+    assert pool.rate is None  # not judged by the starved rate
+    pool.admission.check()  # 170,000 waiting: only the depth limit counts
+    pool.run(RECENT_MS / 1000, per_second=350, arriving=6000, flood=True)
+    assert pool.rate == pytest.approx(350)  # a flood that lasts is judged by what it leaves
+
+
+def test_a_clear_measurement_stands_through_a_short_flood() -> None:
+    pool = Pool()
+    pool.depth = 50_000
+    pool.run(5, per_second=6000, arriving=6000)
+    pool.run(20, per_second=350, arriving=6000, flood=True)
+    assert pool.rate == pytest.approx(6000)
