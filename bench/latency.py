@@ -90,16 +90,17 @@ async def _cluster(delay_ms: float, concurrency: int) -> AsyncIterator[tuple[str
             "TICKWHEEL_PARTITIONS": "64",
         }
         near = {**env, "TICKWHEEL_DATABASE_URL": database_url, "TICKWHEEL_REDIS_URL": REDIS}
-        subprocess.run(
-            [str(BIN / "tickwheel"), "migrate"], env=near, check=True, capture_output=True
-        )
+        migrate = await asyncio.create_subprocess_exec(str(BIN / "tickwheel"), "migrate", env=near)
+        assert await migrate.wait() == 0
         port = _free_port()
         with _delayed(database_url, delay_ms) as far_db, _delayed(REDIS, delay_ms) as far_redis:
             far = {**env, "TICKWHEEL_DATABASE_URL": far_db, "TICKWHEEL_REDIS_URL": far_redis}
             commands = [(near, ["api", "--port", str(port)])]
             commands += [(far, ["scheduler"])] * 2 + [(far, ["worker"])] * 2
             processes = [
-                subprocess.Popen([str(BIN / "tickwheel"), *args], env=e, start_new_session=True)
+                await asyncio.create_subprocess_exec(
+                    str(BIN / "tickwheel"), *args, env=e, start_new_session=True
+                )
                 for e, args in commands
             ]
             try:
@@ -110,7 +111,7 @@ async def _cluster(delay_ms: float, concurrency: int) -> AsyncIterator[tuple[str
                 for p in processes:
                     os.killpg(p.pid, signal.SIGTERM)
                 for p in processes:
-                    p.wait(60)
+                    await asyncio.wait_for(p.wait(), 60)
 
 
 async def _wait_ready(url: str, database_url: str) -> None:
@@ -161,23 +162,20 @@ async def _until_succeeded(database_url: str, count: int, limit_s: float) -> Non
 
 
 async def one_delay(delay_ms: float, tasks: int, burst: int, concurrency: int) -> dict[str, Any]:
-    async with _cluster(delay_ms, concurrency) as (url, database_url):
-        async with AsyncClient(url) as client:
-            began = time.time()
-            await _submit(client, [task_body("noop") for _ in range(tasks)])
-            submitted = time.time()
-            await _until_succeeded(database_url, tasks, 600)
-            last = await _count(database_url, "SELECT max(completed_at) FROM tasks")
-            done = await _count(
-                database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'"
-            )
-            due = datetime.now(UTC) + timedelta(seconds=10)
-            await _submit(client, [task_body("noop", due_time=due) for _ in range(burst)])
-            await _until_succeeded(database_url, tasks + burst, 600)
-            due_ms = int(due.timestamp() * 1000)
-            last_start = await _count(
-                database_url, "SELECT max(started_at) FROM tasks WHERE due_time >= %d" % due_ms
-            )
+    async with _cluster(delay_ms, concurrency) as (url, database_url), AsyncClient(url) as client:
+        began = time.time()
+        await _submit(client, [task_body("noop") for _ in range(tasks)])
+        submitted = time.time()
+        await _until_succeeded(database_url, tasks, 600)
+        last = await _count(database_url, "SELECT max(completed_at) FROM tasks")
+        done = await _count(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+        due = datetime.now(UTC) + timedelta(seconds=10)
+        await _submit(client, [task_body("noop", due_time=due) for _ in range(burst)])
+        await _until_succeeded(database_url, tasks + burst, 600)
+        due_ms = int(due.timestamp() * 1000)
+        last_start = await _count(
+            database_url, f"SELECT max(started_at) FROM tasks WHERE due_time >= {due_ms}"
+        )
     return {
         "delay_ms_each_way": delay_ms,
         "tasks": tasks,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -84,7 +85,5 @@ if __name__ == "__main__":
     parser.add_argument("--to", required=True, help="HOST:PORT of the service")
     parser.add_argument("--delay-ms", type=float, required=True, help="added each way")
     parser.add_argument("--port", type=int, default=0)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_main(parser.parse_args(sys.argv[1:])))
-    except KeyboardInterrupt:
-        pass

@@ -7,6 +7,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+from redis.asyncio import Redis
 from services import require
 
 from tickwheel.api.app import create_app
@@ -51,3 +52,16 @@ async def database_url() -> AsyncIterator[str]:
     finally:
         await db.execute(f"DROP SCHEMA {schema} CASCADE")
         await db.close()
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A fresh Redis key prefix, its keys deleted afterwards."""
+    url = require("redis")
+    prefix = f"tw-test-{uuid.uuid4().hex[:8]}:"
+    yield prefix
+    client = Redis.from_url(url)
+    keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()

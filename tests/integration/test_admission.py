@@ -1,20 +1,24 @@
-"""Admission control: a backed-up ready queue answers 429 to submissions, not to reads."""
+"""Admission control on real stores: a backed-up ready queue answers 429 to submissions,
+not to reads; in a cluster the API node judges by the workers' drain, wherever they run."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from roles_apart import roles_apart
+from services import require
 
 from tickwheel.api.app import create_app
-from tickwheel.clock import ManualClock
 from tickwheel.config import Settings
-from tickwheel.engine.admission import Admission
 from tickwheel.engine.node import Node
-from tickwheel.errors import Overloaded
+from tickwheel.worker.context import TaskContext
+from tickwheel.worker.registry import App
 
 
 @pytest.fixture
@@ -50,25 +54,33 @@ async def test_a_full_ready_queue_answers_429_with_retry_after(
     assert len(listed) == 4
 
 
-def test_a_slow_drain_closes_admission_before_the_depth_limit() -> None:
-    clock = ManualClock(1_000_000)
-    depth = {"default": 0}
-    ended = [0]
-    admission = Admission(
-        clock=clock,
-        depth=lambda: dict(depth),
-        ended=lambda: ended[0],
-        max_depth=10**6,
-        max_drain_seconds=10,
+async def test_the_cluster_api_node_sees_the_workers_drain(
+    database_url: str, redis_prefix: str
+) -> None:
+    """The API node runs no worker, so it ends nothing itself: its drain rate is the
+    workers', read from the metrics every node flushes to Redis."""
+    app = App()
+
+    @app.task("step")
+    async def step(ctx: TaskContext, payload: Any) -> None:
+        await asyncio.sleep(0.02)
+
+    base = Settings(
+        database_url=database_url,
+        redis_url=require("redis"),
+        redis_prefix=redis_prefix,
+        partitions=4,
+        concurrency=4,  # about 200 tasks a second: a backlog for a few seconds
     )
-    for _ in range(20):  # workers finish 10 tasks a second
-        clock.advance(1)
-        ended[0] += 10
-        admission.check()
-    depth["default"] = 70  # about 8 s to drain at the averaged rate: still admitted
-    admission.check()
-    depth["default"] = 500  # 50 s to drain: refused, with a hint of the wait
-    with pytest.raises(Overloaded) as refused:
-        admission.check()
-    assert 30 <= refused.value.retry_after_seconds <= 60
-    assert admission.state().open is False
+    async with roles_apart(base, app) as (api, _, _):
+        await api.service.submit_many([api.request_of("step", i, {}) for i in range(2000)])
+        deadline = time.monotonic() + 30
+        while True:
+            state = api.admission.state()
+            if state.drain_per_second > 0 and state.backlog > 0:
+                break
+            assert time.monotonic() < deadline, state
+            await asyncio.sleep(0.2)
+    assert 20 < state.drain_per_second < 2000, state
+    assert state.seconds_to_drain is not None
+    assert api.metrics.lifetime.events == {}  # every end was counted elsewhere

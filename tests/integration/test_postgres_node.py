@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from roles_apart import roles_apart
 from services import require
 
 from tickwheel import App, TaskContext, Workflow
@@ -142,12 +143,7 @@ async def test_api_scheduler_and_worker_apart_over_postgres_and_redis(
         partitions=8,
         balance_partitions=True,
     )
-    api = Node(settings=base, roles=frozenset({Role.API}))
-    scheduler = Node(settings=base, roles=frozenset({Role.SCHEDULER}))
-    worker = Node(settings=base, app=handlers, roles=frozenset({Role.WORKER}))
-    for node in (scheduler, worker, api):
-        await node.start()
-    try:
+    async with roles_apart(base, handlers) as (api, _, worker):
         now = [(await api.submit("step", f"now{i}")).task_id for i in range(20)]
         later = [
             (await api.submit("step", f"later{i}", delay_seconds=0.5)).task_id for i in range(20)
@@ -168,9 +164,6 @@ async def test_api_scheduler_and_worker_apart_over_postgres_and_redis(
             [f"now{i}" for i in range(20)] + [f"later{i}" for i in range(20)] + ["first", "second"]
         )
         assert ran.index("first") < ran.index("second")
-    finally:
-        for node in (api, worker, scheduler):
-            await node.stop()
 
 
 async def test_tasks_lost_with_redis_are_released_again(

@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
-from redis.asyncio import Redis
+from roles_apart import roles_apart
 from services import require
 
 from tickwheel.api.app import create_app
-from tickwheel.config import Role, Settings
-from tickwheel.engine.node import Node
+from tickwheel.config import Settings
 from tickwheel.metrics.recorder import Event
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
-
-
-@pytest.fixture
-async def redis_prefix() -> AsyncIterator[str]:
-    prefix = f"tw-stats-{uuid.uuid4().hex[:8]}:"
-    yield prefix
-    client = Redis.from_url(require("redis"))
-    keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
 
 
 def handlers() -> App:
@@ -52,13 +37,8 @@ async def test_the_api_node_merges_what_scheduler_and_worker_counted(
         partitions=4,
         balance_partitions=True,
     )
-    api = Node(settings=base, roles=frozenset({Role.API}))
-    scheduler = Node(settings=base, roles=frozenset({Role.SCHEDULER}))
-    worker = Node(settings=base, app=handlers(), roles=frozenset({Role.WORKER}))
-    for node in (scheduler, worker, api):
-        await node.start()
-    transport = httpx.ASGITransport(app=create_app(api, manage_node=False))
-    try:
+    async with roles_apart(base, handlers()) as (api, _, _):
+        transport = httpx.ASGITransport(app=create_app(api, manage_node=False))
         async with httpx.AsyncClient(transport=transport, base_url="http://tickwheel") as http:
             for i in range(10):
                 await api.submit("step", i)
@@ -70,9 +50,6 @@ async def test_the_api_node_merges_what_scheduler_and_worker_counted(
                     break
                 assert time.monotonic() < deadline, (body["counts"], totals)
                 await asyncio.sleep(0.2)
-    finally:
-        for node in (api, worker, scheduler):
-            await node.stop()
 
     assert totals == {"started": 10, "succeeded": 10}
     assert sum(body["series"]["triggered"]) >= 10

@@ -9,14 +9,17 @@ since their schedule advances when they fire.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tickwheel.clock import ManualClock
+from tickwheel.clock import ManualClock, to_datetime
+from tickwheel.config import Settings
 from tickwheel.core.cron import CronSpec
+from tickwheel.engine.node import Node
 from tickwheel.engine.routing import Route
 from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
@@ -162,3 +165,23 @@ async def test_a_task_offered_and_then_found_by_its_mark_is_on_the_wheel_once(
     assert h.trigger.size() == 2
     await h.tick_at(START_MS + 20_000)
     assert sorted(await h.visible()) == sorted([first, seq])  # each released once
+
+
+async def test_a_node_in_one_process_stages_a_burst_before_it_is_due(tmp_path: Path) -> None:
+    """`tickwheel up` stages too, by its engine's clock: at the due time nothing is left
+    to do but the claim, so the first task of a burst starts right at its due time."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'early.db'}")
+    async with Node(settings=settings, run_worker=False) as node:
+        due_ms = node.clock.now_ms() + 2500
+        request = node.request_of("noop", None, {"due_time": to_datetime(due_ms)})
+        await node.service.submit_many([request] * 500)
+        deadline = time.monotonic() + 5
+        while node.queue.depth().get("default", 0) < 500:
+            assert time.monotonic() < deadline, node.queue.depth()
+            await asyncio.sleep(0.05)
+        assert node.clock.now_ms() < due_ms  # in the queue ahead of time
+        assert node.trigger.size() == 0
+        assert await node.queue.pull(["default"], limit=10, wait_seconds=0) == []
+        pulled = await node.queue.pull(["default"], limit=10, wait_seconds=5)
+        assert len(pulled) == 10
+        assert node.clock.now_ms() >= due_ms  # shown from the due time, not before

@@ -43,7 +43,6 @@ class Dispatcher:
         self._partitions = partitions
         self.lease_ms = round(lease_seconds * 1000)
         self._finishes: Batcher[Finish, bool] = Batcher(self._write_finishes)
-        self.ended = 0  # attempts ended here: the drain rate admission control reads
         self._on_ended = on_ended
 
     async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
@@ -124,6 +123,5 @@ class Dispatcher:
     async def _write_finishes(self, ends: list[Finish]) -> list[bool]:
         written = await self._store.finish(ends)
         self._metrics.ended(ends, written)
-        self.ended += sum(written)
         self._on_ended()
         return written

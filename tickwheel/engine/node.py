@@ -20,7 +20,7 @@ from tickwheel.clock import Clock, SystemClock, to_ms
 from tickwheel.config import Role, Settings
 from tickwheel.core import cron
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
-from tickwheel.engine.admission import Admission
+from tickwheel.engine.admission import SAMPLE_SECONDS, Admission
 from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.leases import PartitionLeases
@@ -42,6 +42,7 @@ from tickwheel.metrics import prometheus
 from tickwheel.metrics.base import MetricsStore
 from tickwheel.metrics.factory import open_metrics
 from tickwheel.metrics.recorder import Recorder
+from tickwheel.metrics.window import EndedTally
 from tickwheel.models import (
     ENGINE_QUEUE,
     SUBMIT_OPTIONS,
@@ -103,7 +104,9 @@ class Node:
         self.store: Store = await open_store(
             s.database_url, partitions=s.partitions, migrate=s.migrate
         )
-        self.queue: ReadyQueue = open_queue(s.redis_url, prefix=s.redis_prefix)
+        self.queue: ReadyQueue = open_queue(
+            s.redis_url, prefix=s.redis_prefix, now_ms=self.clock.now_ms
+        )
         self.metrics_store: MetricsStore = open_metrics(
             self.metrics, s.redis_url, prefix=s.redis_prefix
         )
@@ -201,7 +204,6 @@ class Node:
         self.admission = Admission(
             clock=self.clock,
             depth=self.queue.depth,
-            ended=lambda: self.dispatcher.ended,
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
         )
@@ -210,8 +212,8 @@ class Node:
             await self._start_scheduler()
         if Role.WORKER in self.roles:
             self._spawn(self.worker.run())
-        if Role.API in self.roles and s.redis_url:
-            self._spawn(self._watch_depth())
+        if Role.API in self.roles:
+            self._spawn(self._measure_drain())
         if isinstance(self.store, RangedTaskStore) and self.roles & {Role.API, Role.SCHEDULER}:
             retention = Retention(
                 store=self.store,
@@ -259,16 +261,26 @@ class Node:
         )
         self._spawn(self.metrics_store.run())
 
-    async def _watch_depth(self) -> None:
-        """A shared queue's depth changes under other nodes' hands: admission control
-        on this node reads it fresh every second (and judges by depth alone when the
-        workers finishing tasks are elsewhere)."""
+    async def _measure_drain(self) -> None:
+        """Admission control judges the whole cluster: twice a second this node reads
+        the ready queue's depth (a shared queue changes under other nodes' hands) and
+        the attempts every worker ended, from the metrics all nodes flush. Where the
+        workers share this process, a spell in which the API admitted work is told
+        apart: the submissions took the workers' turn on the event loop."""
+        ended = EndedTally()
+        shared = Role.WORKER in self.roles
+        admitted = self.admission.admitted
         while True:
             try:
-                await self.queue.fresh_depth()
+                depth = await self.queue.fresh_depth()
+                now_ms = self.clock.now_ms()
+                seconds = await self.metrics_store.seconds(now_ms)
+                contended = shared and self.admission.admitted != admitted
+                admitted = self.admission.admitted
+                self.admission.observe(ended.update(seconds, now_ms), depth, contended=contended)
             except Exception:
-                log.exception("reading the ready queue's depth failed")
-            await asyncio.sleep(1.0)
+                log.exception("measuring the drain rate failed")
+            await asyncio.sleep(SAMPLE_SECONDS)
 
     def _on_news(self, news: News) -> None:
         """Another process made tasks pending, ended some with consequences, or moved

@@ -61,3 +61,30 @@ def lateness(seconds: Seconds, now_ms: int, kind: Lateness) -> Percentiles:
                 if n:
                     counts[bucket] += n
     return Percentiles(percentile(counts, 0.5), percentile(counts, 0.99), counts.total())
+
+
+ENDS = (Event.SUCCEEDED, Event.FAILED, Event.RETRIED)  # every end of an attempt
+# Counts of a second keep growing while nodes flush into it (each flushes once a
+# second); this is ample for that, and for nodes whose clocks disagree a little.
+TALLY_SECONDS = 60
+
+
+class EndedTally:
+    """A running total of attempts ended, by every node whose counts were merged:
+    what admission control divides by time. Each read adds what the recent seconds
+    gained since the last one, so counts flushed late are counted when they arrive."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._counted: dict[int, int] = {}  # second -> its ends already in the total
+
+    def update(self, seconds: Seconds, now_ms: int) -> int:
+        oldest = now_ms // 1000 - TALLY_SECONDS
+        counted: dict[int, int] = {}
+        for second, row in seconds.items():
+            if second >= oldest:
+                ends = sum(row.get(event, 0) for event in ENDS)
+                self.total += ends - self._counted.get(second, 0)
+                counted[second] = ends
+        self._counted = counted
+        return self.total

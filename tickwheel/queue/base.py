@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import NamedTuple, Protocol
 
+# How far ahead the trigger engine may stage: enough to hand over a 300,000 burst.
+DEFAULT_STAGE_AHEAD_MS = 3000
+
 
 class ReadyItem(NamedTuple):
     seq: int

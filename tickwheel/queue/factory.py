@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from tickwheel.queue.base import ReadyQueue
+from collections.abc import Callable
+
+from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyQueue
 
 
-def open_queue(redis_url: str | None, *, prefix: str = "tickwheel:") -> ReadyQueue:
+def open_queue(
+    redis_url: str | None, *, prefix: str = "tickwheel:", now_ms: Callable[[], int]
+) -> ReadyQueue:
+    """`now_ms` is the engine's clock, by which the queue in this process shows staged
+    tasks (Redis uses its own)."""
     if not redis_url:
         from tickwheel.queue.memory import MemoryReadyQueue
 
-        return MemoryReadyQueue()
+        return MemoryReadyQueue(stage_ahead_ms=DEFAULT_STAGE_AHEAD_MS, now_ms=now_ms)
     from tickwheel.queue.redis import RedisReadyQueue
 
     return RedisReadyQueue.from_url(redis_url, prefix=prefix)

@@ -1,8 +1,12 @@
 """The embedded ready queue: per queue, one FIFO lane per priority.
 
 The trigger engine pushes tasks in due order, so a FIFO lane keeps due order
-within a priority without the cost of a heap. Staged tasks wait in one heap by due
-time and join their lanes when a pull finds them due.
+within a priority without the cost of a heap. Staged tasks wait in a heap per lane,
+by due time, and join their lane when a pull of that queue finds them due, at most as
+many per lane as the pull asks for (as the Redis queue's pop does): a burst staged
+ahead costs its first pull no more than the batch it takes, so its first task starts
+right at its due time, with nothing left to do at that instant but the claim. A pull
+waiting for work wakes when the earliest task staged in its queues falls due.
 """
 
 from __future__ import annotations
@@ -57,9 +61,9 @@ class MemoryReadyQueue:
     def __init__(self, *, stage_ahead_ms: int = 0, now_ms: Callable[[], int] = _wall_ms) -> None:
         self._queues: dict[str, _Lanes] = {}
         self._arrived = asyncio.Event()
-        self._staged: list[tuple[int, int, ReadyItem]] = []  # (due_ms, order, item) heap
+        # queue -> priority -> heap of (due_ms, order, item)
+        self._staged: dict[str, dict[int, list[tuple[int, int, ReadyItem]]]] = {}
         self._staged_count = 0
-        self._staged_depth: Counter[str] = Counter()
         self._now_ms = now_ms
         self.stage_ahead_ms = stage_ahead_ms
 
@@ -71,9 +75,9 @@ class MemoryReadyQueue:
 
     async def stage(self, items: Sequence[ReadyItem]) -> None:
         for item in items:
-            heapq.heappush(self._staged, (item.due_ms, self._staged_count, item))
+            heap = self._staged.setdefault(item.queue, {}).setdefault(item.priority, [])
+            heapq.heappush(heap, (item.due_ms, self._staged_count, item))
             self._staged_count += 1
-            self._staged_depth[item.queue] += 1
         if items:
             self._arrived.set()
 
@@ -83,14 +87,19 @@ class MemoryReadyQueue:
             self._queues[queue] = lanes = _Lanes()
         return lanes
 
-    def _promote(self) -> float | None:
-        """Move staged items now due to their lanes; seconds until the next is due."""
-        staged, now = self._staged, self._now_ms()
-        while staged and staged[0][0] <= now:
-            item = heapq.heappop(staged)[2]
-            self._staged_depth[item.queue] -= 1
-            self._lanes(item.queue).push(item)
-        return (staged[0][0] - now) / 1000 if staged else None
+    def _promote(self, queues: Collection[str], limit: int) -> float | None:
+        """Move up to `limit` items per lane of `queues` that are staged and now due to
+        their lane; seconds until the next is due (0 or less: some are due already)."""
+        now, next_due = self._now_ms(), None
+        for name in queues:
+            for heap in self._staged.get(name, {}).values():
+                moved = 0
+                while heap and heap[0][0] <= now and moved < limit:
+                    self._lanes(name).push(heapq.heappop(heap)[2])
+                    moved += 1
+                if heap and (next_due is None or heap[0][0] < next_due):
+                    next_due = heap[0][0]
+        return None if next_due is None else (next_due - now) / 1000
 
     async def pull(
         self, queues: Collection[str], *, limit: int, wait_seconds: float
@@ -98,7 +107,7 @@ class MemoryReadyQueue:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:
-            staged_in = self._promote()
+            staged_in = self._promote(queues, limit)
             taken = self._take(queues, limit)
             remaining = deadline - loop.time()
             if taken or remaining <= 0:
@@ -127,20 +136,19 @@ class MemoryReadyQueue:
 
     def depth(self) -> dict[str, int]:
         depth = Counter({name: lanes.count for name, lanes in self._queues.items()})
-        depth.update(self._staged_depth)
+        depth.update({name: _count(lanes) for name, lanes in self._staged.items()})
         return {name: count for name, count in depth.items() if count or name in self._queues}
 
     async def oldest_release(self, queues: Collection[str]) -> dict[str, int]:
         oldest: dict[str, int] = {}
         for name in queues:
             lanes = self._queues.get(name)
-            heads = [lane[0].triggered_ms for lane in lanes.lanes.values() if lane] if lanes else []
-            if heads:
-                oldest[name] = min(heads)
-        for _, _, item in self._staged:
-            if item.queue in queues:
-                stamp = item.triggered_ms
-                oldest[item.queue] = min(oldest.get(item.queue, stamp), stamp)
+            heads = lanes.lanes.values() if lanes else ()
+            stamps = [lane[0].triggered_ms for lane in heads if lane]
+            for heap in self._staged.get(name, {}).values():
+                stamps.extend(item.triggered_ms for _, _, item in heap)
+            if stamps:
+                oldest[name] = min(stamps)
         return oldest
 
     async def fresh_depth(self) -> dict[str, int]:
@@ -148,3 +156,7 @@ class MemoryReadyQueue:
 
     async def close(self) -> None:
         """Nothing to release: the queue lives in this process."""
+
+
+def _count(heaps: dict[int, list[tuple[int, int, ReadyItem]]]) -> int:
+    return sum(len(heap) for heap in heaps.values())

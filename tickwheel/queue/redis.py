@@ -59,14 +59,12 @@ from typing import Any, NamedTuple, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from tickwheel.queue.base import ReadyItem
+from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyItem
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "tickwheel:"
-# How far ahead the trigger engine may stage: enough to hand over a 300,000 burst.
-DEFAULT_STAGE_AHEAD_MS = 3000
 _RESUBSCRIBE_SECONDS = 1.0
 
 # ARGV: prefix, "head" | "tail" | "stage", then per lane: queue, priority, count, and
