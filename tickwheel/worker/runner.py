@@ -103,14 +103,19 @@ class Worker:
             self._reports = asyncio.create_task(self._report_loop(self._registry))
         try:
             while not self._stopping:
-                held = len(self._inflight) + len(self._claimed) + self._reserved
-                room = self._holding - held
+                # Tasks writing their ends hold no slot: their writes are batched, and
+                # bounded apart so that a slow store makes the worker wait, not grow.
+                room = self._holding - self._running - len(self._claimed) - self._reserved
+                ending = len(self._inflight) - self._running
                 wanted = MAX_FETCHES if self._deep else 1
-                if room <= 0 or len(self._fetches) >= wanted:
+                if room <= 0 or len(self._fetches) >= wanted or ending > self._holding * 4:
                     self._room.clear()
                     await self._room.wait()
                     continue
-                limit = min(room, self._batch_size)
+                # While the queue has depth, a fetch takes a share of the room, so that
+                # several are in flight and their round trips overlap.
+                share = -(-self._holding // 2) if self._deep else self._holding
+                limit = min(room, self._batch_size, share)
                 self._reserved += limit
                 fetch = asyncio.create_task(self._fetch(limit))
                 self._fetches.add(fetch)

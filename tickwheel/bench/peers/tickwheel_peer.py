@@ -4,7 +4,7 @@ Workers: distributed, `tickwheel local-cluster --schedulers 2 --workers 2 --app 
 (one API, two schedulers, two workers) on a fresh PostgreSQL schema and Redis prefix;
 embedded, `tickwheel up --app ...` on a fresh SQLite file. Each worker runs 64 tasks at
 once (`TICKWHEEL_CONCURRENCY`); the handler is the shared body (`tickwheel_tasks`), not
-the built-in no-op. The admission limits are those of `targets.LIFTED_ADMISSION`.
+the built-in no-op. Admission control keeps its defaults, as a user's server does.
 
 Submission: through Tickwheel's own client with its defaults, `AsyncClient(url)
 .submit_many(...)`, a chunk of 1,000 tasks a call and 4 calls in flight; a task with an
@@ -54,7 +54,7 @@ class TickwheelPeer:
         await self.close()
         port = free_port()
         stores = await self._stores.enter_async_context(fresh_stores(self.mode))
-        env = environment(port, CONCURRENCY) | stores
+        env = environment(port, CONCURRENCY, lift_admission=False) | stores
         self._target = Target(self.mode, port, env)
 
     async def submit(self, run: str, indexes: range, due_ms: int | None) -> None:

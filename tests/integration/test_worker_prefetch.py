@@ -1,0 +1,89 @@
+"""The worker claims ahead of its free slots: never more handlers at once than its
+concurrency, and a stop runs or gives back what it claimed, so no task is stranded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tickwheel.config import Settings
+from tickwheel.engine.node import Node
+from tickwheel.models import Status
+from tickwheel.storage.base import TaskFilter
+from tickwheel.worker.context import TaskContext
+from tickwheel.worker.registry import App
+
+CONCURRENCY = 3
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.now = 0
+        self.most = 0
+        self.ran: list[int] = []
+
+
+@pytest.fixture
+def counting() -> Counting:
+    return Counting()
+
+
+@pytest.fixture
+async def node(tmp_path: Path, counting: Counting) -> AsyncIterator[Node]:
+    app = App()
+
+    @app.task("slow")
+    async def slow(ctx: TaskContext, payload: Any) -> None:
+        counting.now += 1
+        counting.most = max(counting.most, counting.now)
+        try:
+            await asyncio.sleep(payload["seconds"])
+        finally:
+            counting.now -= 1
+        counting.ran.append(payload["i"])
+
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'w.db'}",
+        concurrency=CONCURRENCY,
+        lease_seconds=2,
+        shutdown_grace_seconds=0.5,
+    )
+    async with Node(settings=settings, app=app) as started:
+        yield started
+
+
+async def _statuses(node: Node) -> list[Status]:
+    records = await node.store.list_tasks(TaskFilter(), before_seq=None, limit=500)
+    return [r.status for r in records]
+
+
+async def test_handlers_never_outnumber_the_concurrency(node: Node, counting: Counting) -> None:
+    for i in range(30):
+        await node.submit("slow", {"i": i, "seconds": 0.02})
+    deadline = time.monotonic() + 20
+    while set(await _statuses(node)) != {Status.SUCCEEDED}:
+        assert time.monotonic() < deadline, await _statuses(node)
+        await asyncio.sleep(0.05)
+    assert sorted(counting.ran) == list(range(30))
+    assert counting.most == CONCURRENCY  # prefetched tasks waited for a slot
+
+
+async def test_a_stop_gives_back_what_it_claimed_but_could_not_run(
+    node: Node, counting: Counting
+) -> None:
+    for i in range(12):
+        await node.submit("slow", {"i": i, "seconds": 5})
+    deadline = time.monotonic() + 10
+    while counting.now < CONCURRENCY or node.worker.inflight <= CONCURRENCY:
+        assert time.monotonic() < deadline, node.worker.inflight
+        await asyncio.sleep(0.02)
+    await node.worker.stop(grace_seconds=0.2)
+    statuses = await _statuses(node)
+    # Nothing is left running under a lease nobody renews: every claimed task went back.
+    assert Status.RUNNING not in statuses
+    assert statuses.count(Status.PENDING) == 12
