@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -78,9 +78,16 @@ def _delayed(url: str, delay_ms: float) -> Any:
         proxy.wait(10)
 
 
+class Cluster(NamedTuple):
+    url: str  # the API's
+    database_url: str
+    pids: dict[str, int]  # role-N -> process id
+
+
 @contextlib.asynccontextmanager
-async def _cluster(delay_ms: float, concurrency: int) -> AsyncIterator[tuple[str, str]]:
-    """(API URL, database URL) of a cluster whose schedulers and workers are far away."""
+async def cluster(delay_ms: float, concurrency: int) -> AsyncIterator[Cluster]:
+    """An API, 2 schedulers and 2 workers; the schedulers and workers `delay_ms` away
+    from the stores (each way)."""
     async with fresh_schema() as (database_url, prefix):
         env = {
             **os.environ,
@@ -95,18 +102,20 @@ async def _cluster(delay_ms: float, concurrency: int) -> AsyncIterator[tuple[str
         port = _free_port()
         with _delayed(database_url, delay_ms) as far_db, _delayed(REDIS, delay_ms) as far_redis:
             far = {**env, "TICKWHEEL_DATABASE_URL": far_db, "TICKWHEEL_REDIS_URL": far_redis}
-            commands = [(near, ["api", "--port", str(port)])]
-            commands += [(far, ["scheduler"])] * 2 + [(far, ["worker"])] * 2
+            commands = {"api": (near, ["api", "--port", str(port)])}
+            commands |= {f"scheduler-{i}": (far, ["scheduler"]) for i in range(2)}
+            commands |= {f"worker-{i}": (far, ["worker"]) for i in range(2)}
             processes = [
                 await asyncio.create_subprocess_exec(
                     str(BIN / "tickwheel"), *args, env=e, start_new_session=True
                 )
-                for e, args in commands
+                for e, args in commands.values()
             ]
             try:
                 url = f"http://127.0.0.1:{port}"
                 await _wait_ready(url, database_url)
-                yield url, database_url
+                pids = {name: p.pid for name, p in zip(commands, processes, strict=True)}
+                yield Cluster(url, database_url, pids)
             finally:
                 for p in processes:
                     os.killpg(p.pid, signal.SIGTERM)
@@ -122,7 +131,7 @@ async def _wait_ready(url: str, database_url: str) -> None:
                     break
             await asyncio.sleep(0.2)
     while (
-        await _count(
+        await scalar(
             database_url,
             "SELECT count(DISTINCT owner) FROM partition_leases WHERE owner IS NOT NULL",
         )
@@ -131,7 +140,7 @@ async def _wait_ready(url: str, database_url: str) -> None:
         await asyncio.sleep(0.2)
 
 
-async def _count(database_url: str, query: str) -> int:
+async def scalar(database_url: str, query: str) -> int:
     base, _, schema = database_url.partition("?search_path=")
     db = await asyncpg.connect(base, server_settings={"search_path": schema})
     try:
@@ -140,7 +149,7 @@ async def _count(database_url: str, query: str) -> int:
         await db.close()
 
 
-async def _submit(client: AsyncClient, bodies: list[dict[str, Any]]) -> None:
+async def submit(client: AsyncClient, bodies: list[dict[str, Any]]) -> None:
     gate = asyncio.Semaphore(4)
 
     async def one(chunk: list[dict[str, Any]]) -> None:
@@ -150,30 +159,31 @@ async def _submit(client: AsyncClient, bodies: list[dict[str, Any]]) -> None:
     await asyncio.gather(*(one(bodies[i : i + 1000]) for i in range(0, len(bodies), 1000)))
 
 
-async def _until_succeeded(database_url: str, count: int, limit_s: float) -> None:
+async def until_succeeded(database_url: str, tasks: int, limit_s: float) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if (
-            await _count(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
-            >= count
+            await scalar(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+            >= tasks
         ):
             return
         await asyncio.sleep(0.25)
 
 
 async def one_delay(delay_ms: float, tasks: int, burst: int, concurrency: int) -> dict[str, Any]:
-    async with _cluster(delay_ms, concurrency) as (url, database_url), AsyncClient(url) as client:
+    async with cluster(delay_ms, concurrency) as running, AsyncClient(running.url) as client:
+        database_url = running.database_url
         began = time.time()
-        await _submit(client, [task_body("noop") for _ in range(tasks)])
+        await submit(client, [task_body("noop") for _ in range(tasks)])
         submitted = time.time()
-        await _until_succeeded(database_url, tasks, 600)
-        last = await _count(database_url, "SELECT max(completed_at) FROM tasks")
-        done = await _count(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+        await until_succeeded(database_url, tasks, 600)
+        last = await scalar(database_url, "SELECT max(completed_at) FROM tasks")
+        done = await scalar(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
         due = datetime.now(UTC) + timedelta(seconds=10)
-        await _submit(client, [task_body("noop", due_time=due) for _ in range(burst)])
-        await _until_succeeded(database_url, tasks + burst, 600)
+        await submit(client, [task_body("noop", due_time=due) for _ in range(burst)])
+        await until_succeeded(database_url, tasks + burst, 600)
         due_ms = int(due.timestamp() * 1000)
-        last_start = await _count(
+        last_start = await scalar(
             database_url, f"SELECT max(started_at) FROM tasks WHERE due_time >= {due_ms}"
         )
     return {

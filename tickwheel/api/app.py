@@ -15,6 +15,7 @@ from tickwheel.api.dashboard_routes import static_files
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
+from tickwheel.api.schemas import BatchIn
 from tickwheel.api.stats_routes import StatusCounts, stats_payload
 from tickwheel.api.stats_routes import router as stats_router
 from tickwheel.api.worker_routes import router as worker_router
@@ -65,7 +66,7 @@ def create_app(
     app.include_router(stats_router)
     app.include_router(dashboard_router)
     app.mount("/static", static_files(), name="static")
-    bodies.install(app)
+    bodies.install(app, [BatchIn])  # the bodies read by `bodies.read`
     return BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,

@@ -18,12 +18,11 @@ from pydantic.json_schema import models_json_schema
 
 M = TypeVar("M", bound=BaseModel)
 REF = "#/components/schemas/{model}"
-_documented: list[type[BaseModel]] = []
 
 
 def documented(model: type[BaseModel]) -> dict[str, Any]:
-    """`openapi_extra` of a route whose body `read` reads as `model`."""
-    _documented.append(model)
+    """`openapi_extra` of a route whose body `read` reads as `model` (give the model to
+    `install` too)."""
     schema = {"$ref": REF.format(model=model.__name__)}
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
@@ -39,17 +38,15 @@ async def read(request: Request, model: type[M]) -> M:
         ) from None
 
 
-def install(app: FastAPI) -> None:
-    """Put the models of the documented bodies among the document's schemas."""
+def install(app: FastAPI, models: list[type[BaseModel]]) -> None:
+    """Put the `models` of the documented bodies among the document's schemas."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = get_openapi(
                 title=app.title, version=app.version, routes=app.routes, description=app.description
             )
-            _, found = models_json_schema(
-                [(m, "validation") for m in _documented], ref_template=REF
-            )
+            _, found = models_json_schema([(m, "validation") for m in models], ref_template=REF)
             schemas = document.setdefault("components", {}).setdefault("schemas", {})
             for name, schema in found.get("$defs", {}).items():
                 schemas.setdefault(name, schema)

@@ -2,8 +2,9 @@
 single-task HTTP, batch HTTP, and the Python SDK (`tickwheel.AsyncClient`) both ways.
 
 Tasks are due an hour ahead, so what is measured is acceptance, not execution. Raw HTTP
-uses keep-alive connections and no idempotency keys; the SDK sends a key with every
-task, as it always does, so the difference is the price of safe retries.
+uses keep-alive connections and sends bare tasks; the SDK names every task with an id
+of its own (a UUIDv7, the dedupe of a retry), as it always does, so the difference is
+the price of safe retries.
 """
 
 from __future__ import annotations

@@ -1,0 +1,104 @@
+"""Where each task's CPU time goes, process by process, in a distributed cluster.
+
+    .venv/bin/python bench/cpu_per_task.py [--tasks 20000] [--runs 3]
+
+An API, 2 schedulers and 2 workers (concurrency 64) on a fresh schema and Redis prefix
+(`latency.py`'s cluster, no delay). `--tasks` no-op tasks due now go through
+`AsyncClient.submit_many` (1,000 a call, 4 in flight) to completion; the CPU time each
+process used meanwhile (user + system, from /proc), PostgreSQL's backends and Redis
+included, is divided by the tasks. Prints the median of `--runs` runs as JSON: µs of
+CPU per task per process, their sum, and drained/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from latency import cluster, scalar, submit, until_succeeded
+
+from tickwheel import AsyncClient
+from tickwheel.client import task_body
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+def _pids_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _sample(roles: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far: each role's process, and PostgreSQL's and Redis's processes
+    summed (the backends of other clients are counted too: run on a quiet machine)."""
+    sample = {role: _cpu_seconds(pid) for role, pid in roles.items()}
+    for label, name in (("postgresql", "postgres"), ("redis", "redis-server")):
+        total = 0.0
+        for pid in _pids_named(name):
+            try:
+                total += _cpu_seconds(pid)
+            except OSError:  # a backend that ended meanwhile
+                continue
+        sample[label] = total
+    return sample
+
+
+async def one_run(tasks: int) -> dict[str, Any]:
+    async with cluster(0, 64) as running, AsyncClient(running.url) as client:
+        bodies = [task_body("noop") for _ in range(tasks)]
+        before, began = _sample(running.pids), time.time()
+        await submit(client, bodies)
+        await until_succeeded(running.database_url, tasks, 600)
+        after, ended = _sample(running.pids), time.time()
+        done = await scalar(
+            running.database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'"
+        )
+    per_task = {k: round((after[k] - before[k]) / tasks * 1e6, 1) for k in before}
+    return {
+        "us_per_task": per_task,
+        "total_us_per_task": round(sum(per_task.values()), 1),
+        "drained_per_s": round(done / (ended - began)),
+    }
+
+
+async def main(args: argparse.Namespace) -> None:
+    runs = [await one_run(args.tasks) for _ in range(args.runs)]
+    roles = runs[0]["us_per_task"]
+    print(
+        json.dumps(
+            {
+                "tasks": args.tasks,
+                "runs": args.runs,
+                "us_per_task": {
+                    k: statistics.median(r["us_per_task"][k] for r in runs) for k in roles
+                },
+                "total_us_per_task": statistics.median(r["total_us_per_task"] for r in runs),
+                "drained_per_s": statistics.median(r["drained_per_s"] for r in runs),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3)
+    asyncio.run(main(parser.parse_args()))
