@@ -127,8 +127,10 @@ class Repeats:
                 if first != i:
                     self._twins[i] = (first, name, found[1])
 
-    def _open(self) -> list[int]:
+    def _open(self) -> Sequence[int]:
         """Tasks not yet judged a repeat or a conflict, nor a twin of an earlier one."""
+        if not (self._originals or self._conflicts or self._twins):  # the usual case
+            return range(len(self._tasks))
         judged = self._originals.keys() | self._conflicts.keys() | self._twins.keys()
         return [i for i in range(len(self._tasks)) if i not in judged]
 
