@@ -75,14 +75,21 @@ async def _embedded(lead: float, rate: int, seconds: int) -> tuple[int, list[Sta
             first_due = first_due_after(lead)
             stored_in = await store_evenly(node, first_due, rate, rate * seconds)
         async with Node(settings=settings, roles=frozenset({Role.SCHEDULER})) as node:
-            push = node.queue.push
+            push, stage = node.queue.push, node.queue.stage
 
             async def stamped_push(items: Sequence[ReadyItem]) -> None:
                 await push(items)
                 at = time.time_ns() // 1_000_000
                 stamps.extend((item.seq, item.due_ms, at) for item in items)
 
+            async def stamped_stage(items: Sequence[ReadyItem]) -> None:
+                # Staged ahead: the queue shows each from its due time, or from now.
+                await stage(items)
+                at = time.time_ns() // 1_000_000
+                stamps.extend((item.seq, item.due_ms, max(at, item.due_ms)) for item in items)
+
             node.queue.push = stamped_push  # type: ignore[method-assign]
+            node.queue.stage = stamped_stage  # type: ignore[method-assign]
             await _wait_out(first_due, seconds)
     return first_due, stamps, stored_in
 
