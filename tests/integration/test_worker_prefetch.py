@@ -50,6 +50,7 @@ async def node(tmp_path: Path, counting: Counting) -> AsyncIterator[Node]:
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'w.db'}",
         concurrency=CONCURRENCY,
+        prefetch=CONCURRENCY,
         lease_seconds=2,
         shutdown_grace_seconds=0.5,
     )
