@@ -112,12 +112,13 @@ def test_bench_compare_runs_verbatim() -> None:
     assert "Tickwheel and its peers on this machine" in done.stdout
     result = json.loads(done.stdout.strip().splitlines()[-1])
     rows = {row["system"]: row for row in result["rows"]}
-    assert list(rows) == ["tickwheel (distributed)", "tickwheel (embedded)", "huey"]
+    assert list(rows) == ["tickwheel-distributed", "tickwheel-embedded", "huey"]
     for row in rows.values():
         assert row["error"] is None
         assert row["e2e_unfinished"] == 0
         assert row["burst_never_ran"] == 0
         assert row["repeats"] == 0
-    assert rows["tickwheel (distributed)"]["e2e_ratio"] == 1.0
-    assert rows["huey"]["e2e_ratio"] is not None
+        assert row["submitted_per_s"] > 0 and row["drained_per_s"] > 0
+    assert rows["huey"]["drained_vs_fastest_peer"] == 1.0  # the only peer
+    assert rows["tickwheel-distributed"]["drained_vs_fastest_peer"] is not None
     assert result["machine"]["cores"] == os.cpu_count()
