@@ -33,18 +33,11 @@ import httpx
 
 from tickwheel import AsyncClient
 from tickwheel.bench.stores import REDIS, fresh_schema
+from tickwheel.bench.targets import free_port
 from tickwheel.client import task_body
 
 BIN = Path(sys.executable).parent
 HERE = Path(__file__).parent
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -65,13 +58,8 @@ def _delayed(url: str, delay_ms: float) -> Any:
     try:
         assert proxy.stdout is not None
         port = json.loads(proxy.stdout.readline())["port"]
-        netloc = parts.netloc.replace(target, f"127.0.0.1:{port}")
-        if target not in parts.netloc:  # no port in the URL
-            netloc = (
-                f"{parts.netloc.rsplit('@', 1)[0]}@127.0.0.1:{port}"
-                if "@" in parts.netloc
-                else f"127.0.0.1:{port}"
-            )
+        user = parts.netloc.rpartition("@")[0]  # the credentials, if any, kept as they are
+        netloc = f"{user}@127.0.0.1:{port}" if user else f"127.0.0.1:{port}"
         yield urlunsplit(parts._replace(netloc=netloc))
     finally:
         proxy.terminate()
@@ -99,7 +87,7 @@ async def cluster(delay_ms: float, concurrency: int) -> AsyncIterator[Cluster]:
         near = {**env, "TICKWHEEL_DATABASE_URL": database_url, "TICKWHEEL_REDIS_URL": REDIS}
         migrate = await asyncio.create_subprocess_exec(str(BIN / "tickwheel"), "migrate", env=near)
         assert await migrate.wait() == 0
-        port = _free_port()
+        port = free_port()
         with _delayed(database_url, delay_ms) as far_db, _delayed(REDIS, delay_ms) as far_redis:
             far = {**env, "TICKWHEEL_DATABASE_URL": far_db, "TICKWHEEL_REDIS_URL": far_redis}
             commands = {"api": (near, ["api", "--port", str(port)])}

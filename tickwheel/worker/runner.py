@@ -58,8 +58,8 @@ class Worker:
     ) -> None:
         """`prefetch`: tasks claimed ahead of a free slot, so that the round trips of
         pulling and claiming overlap with running. Off by default: with it on, a cluster
-        test saw leases of waiting tasks expire under load and a failover's tasks
-        released up to 20 s late (issue 13 follow-up)."""
+        test saw a failover's tasks released up to 20 s late under load, for a reason
+        not found yet (issue 13 follow-up)."""
         self._app = app
         self._dispatcher = dispatcher
         self._queue = queue
