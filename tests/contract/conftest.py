@@ -7,6 +7,7 @@ A backend is a way to open stores on one fresh database. A new backend (PostgreS
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -59,7 +60,33 @@ async def nothing_to_drop(folder: Path) -> None:
     return None
 
 
+async def refuse_in_sqlite(folder: Path, task_type: str) -> None:
+    with sqlite3.connect(folder / "t.db") as db:
+        db.execute(
+            f"CREATE TRIGGER refuse BEFORE INSERT ON tasks WHEN NEW.task_type = '{task_type}'"
+            " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        )
+
+
+async def refuse_in_postgres(folder: Path, task_type: str) -> None:
+    db = await asyncpg.connect(require("postgres"))
+    try:
+        await db.execute(f"""
+            CREATE FUNCTION {schema_of(folder)}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+            CREATE TRIGGER refuse BEFORE INSERT ON {schema_of(folder)}.tasks FOR EACH ROW
+            WHEN (NEW.task_type = '{task_type}') EXECUTE FUNCTION {schema_of(folder)}.refuse();
+        """)
+    finally:
+        await db.close()
+
+
 OPENERS: dict[str, Opener] = {"sqlite": open_sqlite, "postgres": open_postgres}
+# (database, task type) -> makes the database fail every insert of a task of that type
+REFUSERS: dict[str, Callable[[Path, str], Awaitable[None]]] = {
+    "sqlite": refuse_in_sqlite,
+    "postgres": refuse_in_postgres,
+}
 DROPPERS: dict[str, Callable[[Path], Awaitable[None]]] = {
     "sqlite": nothing_to_drop,
     "postgres": drop_postgres,
@@ -69,8 +96,9 @@ DROPPERS: dict[str, Callable[[Path], Awaitable[None]]] = {
 class Stores:
     """Opens stores of one backend on one fresh database; closes those left open."""
 
-    def __init__(self, opener: Opener, database: Path) -> None:
-        self._opener = opener
+    def __init__(self, backend: str, database: Path) -> None:
+        self._opener = OPENERS[backend]
+        self._refuser = REFUSERS[backend]
         self._database = database
         self._open: list[Store] = []
 
@@ -78,6 +106,11 @@ class Stores:
         store = await self._opener(self._database, partitions)
         self._open.append(store)
         return store
+
+    async def refuse(self, task_type: str) -> None:
+        """Makes the database itself fail any insert of a task of `task_type`, as a full
+        disk or a broken connection would, in the middle of a transaction."""
+        await self._refuser(self._database, task_type)
 
     async def close(self, store: Store) -> None:
         self._open.remove(store)
@@ -90,7 +123,7 @@ class Stores:
 
 @pytest.fixture(params=sorted(OPENERS))
 async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
-    opened = Stores(OPENERS[request.param], tmp_path)
+    opened = Stores(request.param, tmp_path)
     yield opened
     await opened.close_all()
     await DROPPERS[request.param](tmp_path)

@@ -267,12 +267,14 @@ async def test_a_chosen_id_taken_by_another_request_rejects_the_whole_call(store
     assert await store.get_task("task-b") is None
 
 
-async def test_a_failing_batch_commits_nothing(store: Store) -> None:
+async def test_a_failing_batch_commits_nothing(stores: Stores) -> None:
+    store = await stores.open()
     (kept,) = await store.insert_tasks([new_task("kept")])
+    await stores.refuse("doomed")
 
-    # The contract names no error type for a duplicate task id: any error will do.
+    # The database fails the batch's last row: the contract names no error type.
     with pytest.raises(Exception):  # noqa: B017
-        await store.insert_tasks([new_task("a"), new_task("b"), new_task("kept")])
+        await store.insert_tasks([new_task("a"), new_task("b"), new_task("c", task_type="doomed")])
 
     assert await store.get_task("task-a") is None
     assert await store.get_task("task-b") is None

@@ -184,7 +184,8 @@ UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered
 FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
-WHERE tasks.seq = c.cseq AND tasks.status = 'pending' AND tasks.due_time <= c.triggered
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'pending'
+  AND tasks.due_time <= c.triggered
   AND ($6 OR tasks.ordering_key IS NULL)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
