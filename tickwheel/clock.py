@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -24,6 +26,68 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One comparison of this process's clocks with the store's."""
+
+    skew_ms: int  # this host's wall clock minus the cluster's: positive when ahead
+    uncertainty_ms: int  # half the round trip of the reading
+
+
+class ClusterClock:
+    """The one clock of a cluster: the store's, carried between readings by this
+    process's monotonic clock.
+
+    A node's wall clock may be off, or be stepped (NTP, a resumed VM, an operator's
+    `date`). Were triggers, staging and lease expiry to follow it, a node ahead would fire
+    early and expire leases that still hold, and one behind would hold its tasks late.
+    The monotonic clock is never stepped, so between readings the cluster's time moves
+    as real time does, and a reading of the store's clock every few seconds bounds the
+    drift. Until the first reading it is this host's wall clock."""
+
+    def __init__(
+        self,
+        *,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self._monotonic_ns = monotonic_ns
+        self._wall_ns = wall_ns
+        self._offset_ns = wall_ns() - monotonic_ns()  # cluster time minus monotonic time
+        self._last_ms = 0
+
+    def now_ms(self) -> int:
+        # Never backwards: a later reading may lower the offset by a fraction of a round
+        # trip, and a lease or a trigger must not see time undone.
+        self._last_ms = max(self._last_ms, (self._monotonic_ns() + self._offset_ns) // 1_000_000)
+        return self._last_ms
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+    async def read(
+        self, store_now_ms: Callable[[], Awaitable[int]], *, samples: int = 3
+    ) -> Reading:
+        """Sets the offset from the store's clock: of `samples` readings, the one with the
+        shortest round trip, taken to be read half way through it."""
+        best: tuple[int, int] | None = None  # (round trip, offset), in ns
+        for _ in range(samples):
+            sent = self._monotonic_ns()
+            store_ms = await store_now_ms()
+            came = self._monotonic_ns()
+            # The store reports whole milliseconds: its time is half of one later, on average.
+            offset = store_ms * 1_000_000 + 500_000 - (sent + came) // 2
+            if best is None or came - sent < best[0]:
+                best = (came - sent, offset)
+        assert best is not None, "samples must be at least 1"
+        self._offset_ns = best[1]
+        return Reading(self.skew_ms(), best[0] // 2_000_000)
+
+    def skew_ms(self) -> int:
+        """How far this host's wall clock is ahead of the cluster's (negative: behind)."""
+        return (self._wall_ns() - self._monotonic_ns() - self._offset_ns) // 1_000_000
 
 
 class ManualClock:

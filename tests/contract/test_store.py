@@ -7,6 +7,7 @@ own clock: those tests use TTLs and short real sleeps.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -1592,3 +1593,11 @@ async def test_count_by_status_counts_every_stored_status_and_the_due_pending(
         Status.SUCCEEDED: 1,
         Status.CANCELLED: 1,
     }
+
+
+async def test_the_store_clock_is_this_hosts_within_a_second(store: Store) -> None:
+    """Every node keeps time by the store's clock; here the store runs on this host."""
+    before = time.time_ns() // 1_000_000
+    now = await store.now_ms()
+    after = time.time_ns() // 1_000_000
+    assert before - 1_000 <= now <= after + 1_000

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from typing_extensions import Unpack
 
-from tickwheel.clock import Clock, SystemClock, to_ms
+from tickwheel.clock import Clock, ClusterClock, to_ms
 from tickwheel.config import Role, Settings
 from tickwheel.core import cron
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
@@ -31,6 +31,7 @@ from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.retention import Retention
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
+from tickwheel.engine.timekeeper import Timekeeper
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.engine.workflows import (
     WorkflowNode,
@@ -86,7 +87,7 @@ class Node:
         roles: frozenset[Role] = ALL_ROLES,
     ) -> None:
         self.settings = settings or Settings()
-        self.clock = clock or SystemClock()
+        self.clock = clock or ClusterClock()
         self._http = HttpCaller(HttpPolicy.parse(self.settings.http_allow, self.settings.http_deny))
         self.app = builtin_app(self._http).merged(app or App())
         # Recurring workflows launch through a handler of the engine's own.
@@ -96,6 +97,7 @@ class Node:
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Recorder(self.clock)
+        self._timekeeper: Timekeeper | None = None
 
     async def start(self) -> None:
         """Open the store and the queue, then start this node's roles. If starting
@@ -104,6 +106,9 @@ class Node:
         self.store: Store = await open_store(
             s.database_url, partitions=s.partitions, migrate=s.migrate
         )
+        if isinstance(self.clock, ClusterClock):
+            self._timekeeper = Timekeeper(self.clock, self.store.now_ms)
+            await self._timekeeper.read()  # before anything is stamped with the time
         self.queue: ReadyQueue = open_queue(
             s.redis_url, prefix=s.redis_prefix, now_ms=self.clock.now_ms
         )
@@ -209,6 +214,8 @@ class Node:
             max_drain_seconds=s.max_drain_seconds,
         )
         self._start_metrics()
+        if self._timekeeper is not None:
+            self._spawn(self._timekeeper.run())
         if Role.SCHEDULER in self.roles:
             await self._start_scheduler()
         if Role.WORKER in self.roles:

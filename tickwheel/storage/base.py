@@ -335,6 +335,10 @@ class LeaseStore(Protocol):
         """P, fixed when the store was created."""
         ...
 
+    async def now_ms(self) -> int:
+        """The store's clock: the one every node of the cluster keeps time by."""
+        ...
+
     async def acquire(
         self, node_id: str, wanted: Collection[int], *, ttl_ms: int
     ) -> dict[int, int]:

@@ -480,6 +480,9 @@ class PostgresStore:
     async def partitions(self) -> int:
         return self._partitions
 
+    async def now_ms(self) -> int:
+        return int(await self._fetchval("now_ms"))
+
     async def acquire(
         self, node_id: str, wanted: Collection[int], *, ttl_ms: int
     ) -> dict[int, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -396,6 +397,9 @@ class SqliteStore:
 
     async def partitions(self) -> int:
         return self._partitions
+
+    async def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000  # the file is on this host: its clock is ours
 
     async def acquire(
         self, node_id: str, wanted: Collection[int], *, ttl_ms: int
