@@ -84,7 +84,9 @@ class Cluster:
         return process
 
     def start_api(self, name: str = "api", **env: str) -> Process:
-        port = free_port()
+        """An API process; a restarted one keeps the port of the last, as behind a
+        load balancer."""
+        port = int(self.api_url.rsplit(":", 1)[1]) if self.api_url else free_port()
         process = self.start("api", name, "--port", str(port), **env)
         self.api_url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
