@@ -453,6 +453,25 @@ async def test_a_staged_item_stays_hidden_until_due(ready_queue: ReadyQueue) -> 
     assert await ready_queue.fresh_depth() == {"default": 1}
 
 
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+async def test_a_staged_item_falls_due_by_the_clock_the_queue_is_given(backend: str) -> None:
+    """Every node passes the cluster's clock: neither this host's nor Redis's decides."""
+    shifted = wall_ms() + 3_600_000  # a cluster clock an hour ahead of this host
+    url, prefix = services.require("redis"), f"tickwheel-test:{uuid.uuid4().hex}:"
+    queue: ReadyQueue = (
+        MemoryReadyQueue(now_ms=lambda: shifted)
+        if backend == "memory"
+        else RedisReadyQueue.from_url(url, prefix=prefix, now_ms=lambda: shifted)
+    )
+    try:
+        soon, later = due_at(shifted - 1), due_at(shifted + 1)
+        await queue.stage([soon, later])
+        assert await queue.pull(["default"], limit=10, wait_seconds=0) == [soon]
+    finally:
+        await queue.close()
+        await RedisReadyQueue.wipe(url, prefix)
+
+
 async def test_a_waiting_pull_gets_a_staged_item_when_due_and_not_before(
     ready_queue: ReadyQueue,
 ) -> None:

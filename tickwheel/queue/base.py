@@ -6,11 +6,17 @@ delays tasks but loses none.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Sequence
 from typing import NamedTuple, Protocol
 
 # How far ahead the trigger engine may stage: enough to hand over a 300,000 burst.
 DEFAULT_STAGE_AHEAD_MS = 3000
+
+
+def wall_ms() -> int:
+    """This host's clock, epoch ms: the default of a queue used outside a node."""
+    return time.time_ns() // 1_000_000
 
 
 class ReadyItem(NamedTuple):

@@ -10,12 +10,11 @@ from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyQueue
 def open_queue(
     redis_url: str | None, *, prefix: str = "tickwheel:", now_ms: Callable[[], int]
 ) -> ReadyQueue:
-    """`now_ms` is the engine's clock, by which the queue in this process shows staged
-    tasks (Redis uses its own)."""
+    """`now_ms` is the cluster's clock, by which the queue shows staged tasks."""
     if not redis_url:
         from tickwheel.queue.memory import MemoryReadyQueue
 
         return MemoryReadyQueue(stage_ahead_ms=DEFAULT_STAGE_AHEAD_MS, now_ms=now_ms)
     from tickwheel.queue.redis import RedisReadyQueue
 
-    return RedisReadyQueue.from_url(redis_url, prefix=prefix)
+    return RedisReadyQueue.from_url(redis_url, prefix=prefix, now_ms=now_ms)

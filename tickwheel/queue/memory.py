@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
 
-from tickwheel.queue.base import ReadyItem
+from tickwheel.queue.base import ReadyItem, wall_ms
 from tickwheel.waiting import wait_event
 
 
@@ -53,12 +52,8 @@ class _Lanes:
         return []
 
 
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class MemoryReadyQueue:
-    def __init__(self, *, stage_ahead_ms: int = 0, now_ms: Callable[[], int] = _wall_ms) -> None:
+    def __init__(self, *, stage_ahead_ms: int = 0, now_ms: Callable[[], int] = wall_ms) -> None:
         self._queues: dict[str, _Lanes] = {}
         self._arrived = asyncio.Event()
         # queue -> priority -> heap of (due_ms, order, item)

@@ -7,8 +7,8 @@ Key layout, under a configurable prefix P (default "tickwheel:"):
     P prio:<queue>             zset     the priorities of the queue's non-empty lanes
                                         (member and score are the priority)
     P stage:<queue>:<priority> zset     items staged ahead of their due time, scored
-                                        by due_ms; a pop moves those due (by Redis's
-                                        clock) to the tail of their lane
+                                        by due_ms; a pop moves those due (by the
+                                        cluster's clock) to the tail of their lane
     P staged:<queue>           zset     the priorities of the queue's non-empty stages
     P depth                    hash     queue -> items waiting (staged ones included)
     P wake                     channel  a push publishes the name of each queue it filled
@@ -34,9 +34,11 @@ while unsubscribed is found by that re-check. A wait never outlasts `wait_second
 
 Staging (seed 002 "pre-warming"): the trigger engine hands over what falls due in the
 next few seconds ahead of time, so a burst of 300,000 due in one second has already
-travelled when its second comes and only becomes visible then. Redis's clock alone
-decides when a staged item is due, so it is one clock for every worker; a pop reports
-when the earliest staged item falls due, and a waiting pull wakes then.
+travelled when its second comes and only becomes visible then. A pop is due-checked
+against the time the popping node passes in, which is the cluster's clock (every node
+keeps the store's time, `tickwheel.clock`), so staging, triggering and leases follow
+one clock even when Redis's host keeps another; a pop reports when the earliest staged
+item falls due, and a waiting pull wakes then.
 
 `depth()` is a cache: each script returns the shared counters of the queues it
 touched, so it is exact after this handle's own pushes and pulls and catches up with
@@ -53,13 +55,13 @@ import asyncio
 import logging
 import struct
 from collections import defaultdict
-from collections.abc import Awaitable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyItem
+from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyItem, wall_ms
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -109,17 +111,16 @@ end
 return depths
 """
 
-# ARGV: prefix, limit, queue names. Pops up to `limit` items, highest priority first
-# (ties go to the queue named first), FIFO within a lane.
+# ARGV: prefix, limit, now (epoch ms, the cluster's clock), queue names. Pops up to
+# `limit` items, highest priority first (ties go to the queue named first), FIFO within
+# a lane.
 # Returns {{queue index (0-based), priority, {items}, ...}, {depth of each queue}, ms
 # until the earliest item still staged is due (-1: none)}.
 _POP = """
-local prefix, limit = ARGV[1], tonumber(ARGV[2])
-local queues = {unpack(ARGV, 3)}
--- Staged items due by Redis's clock join the tail of their lane (up to a batch per
--- lane: the work of a pop stays bounded, and what is left is promoted by the next).
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local prefix, limit, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local queues = {unpack(ARGV, 4)}
+-- Staged items due by now join the tail of their lane (up to a batch per lane: the
+-- work of a pop stays bounded, and what is left is promoted by the next).
 local next_due = -1
 for i = 1, #queues do
   local staged = prefix .. 'staged:' .. queues[i]
@@ -222,8 +223,11 @@ class RedisReadyQueue:
         prefix: str = DEFAULT_PREFIX,
         owns_client: bool = False,
         stage_ahead_ms: int = DEFAULT_STAGE_AHEAD_MS,
+        now_ms: Callable[[], int] = wall_ms,
     ) -> None:
+        """`now_ms`: the cluster's clock, by which staged items fall due."""
         self._redis = client
+        self._now_ms = now_ms
         self._prefix = prefix
         self._owns_client = owns_client
         self._push_script = client.register_script(_PUSH)
@@ -236,7 +240,9 @@ class RedisReadyQueue:
         self._restoring: set[asyncio.Task[None]] = set()
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisReadyQueue:
+    def from_url(
+        cls, url: str, *, prefix: str = DEFAULT_PREFIX, now_ms: Callable[[], int] = wall_ms
+    ) -> RedisReadyQueue:
         """A queue on its own client, which `close` closes; the URL names the db."""
         client = Redis.from_url(
             url,
@@ -244,7 +250,7 @@ class RedisReadyQueue:
             socket_keepalive=True,  # a half-open connection is noticed, not waited on
             health_check_interval=30,
         )
-        return cls(client, prefix=prefix, owns_client=True)
+        return cls(client, prefix=prefix, owns_client=True, now_ms=now_ms)
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -322,7 +328,9 @@ class RedisReadyQueue:
             raise
 
     async def _pop(self, names: list[str], limit: int) -> _Popped:
-        popped, depths, staged_in_ms = await self._pop_script(args=[self._prefix, limit, *names])
+        popped, depths, staged_in_ms = await self._pop_script(
+            args=[self._prefix, limit, self._now_ms(), *names]
+        )
         self._depth.update(
             (name, int(depth))
             for name, depth in zip(names, depths, strict=True)
