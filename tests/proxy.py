@@ -1,9 +1,14 @@
-"""A TCP proxy a test can freeze: bytes stop flowing both ways (connections stay open),
-so the process behind it hangs on its next round trip, as over a cut network link. It
-stands between one process and a service, and never touches the service itself."""
+"""A TCP proxy a test can freeze or cut, standing between one process and a service and
+never touching the service itself.
+
+Frozen, bytes stop flowing both ways (connections stay open), so the process behind it
+hangs on its next round trip, as over a stalled network link. Cut, every connection is
+closed and new ones are closed as soon as they arrive, as when the service restarts or
+the link drops: the process behind it gets connection errors until it is restored."""
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import threading
@@ -17,6 +22,7 @@ class Proxy:
         self.port: int = self._listener.getsockname()[1]
         self._flowing = threading.Event()
         self._flowing.set()
+        self._cut = threading.Event()
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
@@ -26,6 +32,14 @@ class Proxy:
 
     def thaw(self) -> None:
         self._flowing.set()
+
+    def cut(self) -> None:
+        self._cut.set()
+        for s in list(self._sockets):
+            _drop(s)
+
+    def restore(self) -> None:
+        self._cut.clear()
 
     def close(self) -> None:
         self._closed.set()
@@ -48,6 +62,9 @@ class Proxy:
         while not self._closed.is_set():
             try:
                 client, _ = self._listener.accept()
+                if self._cut.is_set():  # the link is down: no answer
+                    _drop(client)
+                    continue
                 server = socket.create_connection(self._upstream)
             except OSError:
                 return
@@ -70,3 +87,10 @@ class Proxy:
         finally:
             a.close()
             b.close()
+
+
+def _drop(s: socket.socket) -> None:
+    """Close at once, waking a pump blocked on it."""
+    with contextlib.suppress(OSError):
+        s.shutdown(socket.SHUT_RDWR)
+    s.close()
