@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
+import asyncpg
 import pytest
 
 POSTGRES_URL = os.environ.get(
@@ -53,3 +57,18 @@ def chromium() -> str:
     if os.environ.get("TICKWHEEL_REQUIRE_SERVICES") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+@asynccontextmanager
+async def fresh_schema() -> AsyncIterator[str]:
+    """The URL of a fresh PostgreSQL schema, dropped afterwards; asyncpg passes the URL's
+    other parameters as server settings."""
+    url = require("postgres")
+    schema = f"tw_node_{uuid.uuid4().hex[:12]}"
+    db = await asyncpg.connect(url)
+    await db.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{url}?search_path={schema}"
+    finally:
+        await db.execute(f"DROP SCHEMA {schema} CASCADE")
+        await db.close()

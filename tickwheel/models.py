@@ -104,6 +104,7 @@ class Outcome(StrEnum):
     FAILED = "failed"
     LEASE_EXPIRED = "lease_expired"
     TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"  # cancelled while it ran: its worker's result is refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +249,8 @@ class ExecutionRecord:
     ended_ms: int
     outcome: Outcome
     error: str | None
+    # Set when this end put the task back to pending: the retry's due time.
+    retry_at_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -761,6 +761,45 @@ async def test_cancel_is_a_compare_and_set_on_the_version(store: Store) -> None:
     assert await store.finish([success(claimed, at=T0 + 20)]) == [False]
 
 
+async def test_cancelling_a_running_attempt_writes_its_execution_row(store: Store) -> None:
+    waiting, running = await store.insert_tasks([new_task("waiting"), new_task("running")])
+    assert await store.cancel(waiting, (await get(store, waiting)).version, T0)
+    claimed = await claim(store, running, worker="w1")
+
+    assert await store.cancel(running, claimed.fence, T0 + 10)
+
+    assert await all_history(store, waiting) == []  # nothing was running: no attempt
+    (row,) = await all_history(store, running)
+    assert (row.outcome, row.attempt, row.fence, row.worker_id) == (
+        Outcome.CANCELLED,
+        1,
+        claimed.fence,
+        "w1",
+    )
+    assert (row.started_ms, row.ended_ms, row.retry_at_ms) == (T0, T0 + 10, None)
+    assert await store.execution_at(running, claimed.fence) == row
+    assert await store.finish([success(claimed, at=T0 + 20)]) == [False]
+    assert len(await all_history(store, running)) == 1
+
+
+async def test_an_execution_is_found_by_its_fence_with_what_its_end_decided(
+    store: Store,
+) -> None:
+    (seq,) = await store.insert_tasks([new_task("flaky")])
+    first = await claim(store, seq)
+    assert await store.execution_at(seq, first.fence) is None
+    assert await store.finish([retry(first, at=T0 + 10, retry_at=T0 + 5_000)]) == [True]
+    second = await claim(store, seq, now=T0 + 5_000)
+    assert await store.finish([success(second, at=T0 + 5_010)]) == [True]
+
+    failed = await store.execution_at(seq, first.fence)
+    succeeded = await store.execution_at(seq, second.fence)
+    assert failed is not None and succeeded is not None
+    assert (failed.outcome, failed.retry_at_ms) == (Outcome.FAILED, T0 + 5_000)
+    assert (succeeded.outcome, succeeded.retry_at_ms) == (Outcome.SUCCEEDED, None)
+    assert await all_history(store, seq) == [succeeded, failed]
+
+
 # -- schedules ---------------------------------------------------------------
 
 

@@ -4,11 +4,10 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 from redis.asyncio import Redis
-from services import require
+from services import fresh_schema, require
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
@@ -41,17 +40,8 @@ async def api(node: Node) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 async def database_url() -> AsyncIterator[str]:
-    """A fresh PostgreSQL schema; asyncpg passes the URL's other parameters as server
-    settings."""
-    url = require("postgres")
-    schema = f"tw_node_{uuid.uuid4().hex[:12]}"
-    db = await asyncpg.connect(url)
-    await db.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield f"{url}?search_path={schema}"
-    finally:
-        await db.execute(f"DROP SCHEMA {schema} CASCADE")
-        await db.close()
+    async with fresh_schema() as url:
+        yield url
 
 
 @pytest.fixture

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from services import fresh_schema
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
@@ -24,6 +27,24 @@ async def api(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
         transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def either_api(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[httpx.AsyncClient]:
+    """`api`, on the embedded store or on PostgreSQL (a fresh schema)."""
+    async with AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path / 'wp.db'}"
+        else:
+            url = await stack.enter_async_context(fresh_schema())
+        settings = Settings(database_url=url, lease_seconds=1)
+        node = await stack.enter_async_context(Node(settings=settings, run_worker=False))
+        transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
+        yield await stack.enter_async_context(
+            httpx.AsyncClient(transport=transport, base_url="http://t")
+        )
 
 
 async def _claim(api: httpx.AsyncClient, **body: Any) -> list[dict[str, Any]]:
@@ -143,6 +164,56 @@ async def test_a_repeated_result_gets_the_first_answer(api: httpx.AsyncClient) -
 
     other = await api.post(f"/api/worker/tasks/{failed_id}/complete", json={"fence": body["fence"]})
     assert other.status_code == 409  # it failed; completing it now is not a repeat
+
+
+async def test_a_repeated_result_gets_the_first_answer_after_the_task_moved_on(
+    either_api: httpx.AsyncClient,
+) -> None:
+    """A fail sent again once its retry was claimed by another attempt (and a complete
+    sent again once the task was re-driven) is still a repeat: the first answer again."""
+    api = either_api
+    backoff = {"base_seconds": 0.05, "max_seconds": 0.1}
+    task_id = await _submit(api, max_retries=1, retry_backoff=backoff)
+    (first,) = await _claim(api, wait_seconds=5)
+    fail = f"/api/worker/tasks/{task_id}/fail"
+    body = {"fence": first["fence"], "error": "boom"}
+    answer = await api.post(fail, json=body)
+    assert answer.status_code == 200 and answer.json()["status"] == "pending"
+    (second,) = await _claim(api, wait_seconds=5)  # the retry runs: the task moved on
+
+    again = await api.post(fail, json=body)
+    assert again.status_code == 200, again.text
+    assert again.json() == answer.json()
+    complete = f"/api/worker/tasks/{task_id}/complete"
+    assert (await api.post(complete, json={"fence": first["fence"]})).status_code == 409
+
+    done = await api.post(complete, json={"fence": second["fence"]})
+    assert done.json()["status"] == "succeeded"
+    assert (await api.post(fail, json=body)).json() == answer.json()  # ended for good since
+    history = (await api.get(f"/api/tasks/{task_id}/history")).json()["executions"]
+    assert [e["outcome"] for e in history] == ["succeeded", "failed"]
+    assert history[1]["retry_at"] == answer.json()["retry_at"]
+
+
+async def test_a_running_attempt_that_is_cancelled_is_in_the_history(
+    either_api: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = either_api
+    task_id = await _submit(api)
+    (task,) = await _claim(api, wait_seconds=5)
+    assert (await api.delete(f"/api/tasks/{task_id}")).status_code == 200
+
+    with caplog.at_level(logging.INFO, logger="tickwheel.engine.remote"):
+        late = await api.post(
+            f"/api/worker/tasks/{task_id}/complete", json={"fence": task["fence"]}
+        )
+    assert late.status_code == 409
+    (refused,) = [r for r in caplog.records if r.name == "tickwheel.engine.remote"]
+    assert (refused.levelno, getattr(refused, "task_id", None)) == (logging.WARNING, task_id)
+    assert f"fence {task['fence']} of task {task_id} is stale" in refused.getMessage()
+    (row,) = (await api.get(f"/api/tasks/{task_id}/history")).json()["executions"]
+    assert (row["outcome"], row["fence"], row["worker_id"]) == ("cancelled", task["fence"], "w1")
+    assert row["error"] == "cancelled while it ran"
 
 
 async def test_claim_by_task_type_leaves_other_types_queued(api: httpx.AsyncClient) -> None:

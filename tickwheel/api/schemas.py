@@ -238,8 +238,13 @@ class ExecutionOut(BaseModel):
     worker_id: str | None
     started_at: datetime
     ended_at: datetime
-    outcome: str
+    outcome: str = Field(
+        description="succeeded, failed, timed_out, lease_expired, or cancelled (while it ran)"
+    )
     error: str | None
+    retry_at: datetime | None = Field(
+        None, description="When this end put the task back to pending: the retry's due time"
+    )
 
 
 class HistoryPage(BaseModel):

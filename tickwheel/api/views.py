@@ -203,6 +203,7 @@ def execution_out(e: ExecutionRecord) -> ExecutionOut:
         ended_at=ended,
         outcome=str(e.outcome),
         error=e.error,
+        retry_at=to_datetime(e.retry_at_ms),
     )
 
 

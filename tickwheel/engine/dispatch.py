@@ -70,15 +70,20 @@ class Dispatcher:
             fences, until_ms=self._clock.now_ms() + self.lease_ms
         )
 
-    async def succeed(self, task: ClaimedTask) -> bool:
-        now_ms = self._clock.now_ms()
-        end = attempts.succeeded(task.seq, task.fence, now_ms, started_ms=self._started(task))
-        return await self.finish(end)
+    def now_ms(self) -> int:
+        """The cluster's time, by which leases run out."""
+        return self._clock.now_ms()
 
-    async def fail(
+    def succeeded(self, task: ClaimedTask) -> Finish:
+        """The end of an attempt that succeeded, to `finish`."""
+        now_ms = self._clock.now_ms()
+        return attempts.succeeded(task.seq, task.fence, now_ms, started_ms=self._started(task))
+
+    def failed(
         self, task: ClaimedTask, error: str, *, outcome: Outcome = Outcome.FAILED, retryable: bool
-    ) -> bool:
-        end = attempts.failed(
+    ) -> Finish:
+        """The end of an attempt that failed (a retry after a backoff, or for good)."""
+        return attempts.failed(
             task.seq,
             task.fence,
             attempt=task.attempt,
@@ -89,7 +94,6 @@ class Dispatcher:
             retryable=retryable,
             started_ms=self._started(task),
         )
-        return await self.finish(end, task)
 
     def _started(self, task: ClaimedTask) -> int:
         # This dispatcher's claim set the lease to its start plus `lease_ms`.

@@ -4,24 +4,30 @@ A remote worker claims a batch with a long poll, then heartbeats, completes or f
 each task presenting the fence it was given. A stale fence (the lease ran out and the
 task was taken over, or it was cancelled) changes nothing and raises `StaleFence`.
 A result sent again with the same fence (the worker lost the first answer) gets the
-first answer again, so a worker may retry any call.
+first answer again, however far the task moved on since (the answer is kept on the
+attempt's execution row), so a worker may retry any call. Every refusal is logged, at
+most one line per 10 s when they come in floods.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from tickwheel.clock import Clock
 from tickwheel.engine import attempts
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.presence import Sightings
 from tickwheel.errors import StaleFence, TaskNotFound
-from tickwheel.models import ClaimedTask, Outcome, Status, TaskRecord
+from tickwheel.log_tally import LogTally
+from tickwheel.models import ClaimedTask, ExecutionRecord, Outcome, Status, TaskRecord
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import TaskStore, WorkerStore
+
+log = logging.getLogger(__name__)
 
 
 class RemoteStore(TaskStore, WorkerStore, Protocol):
@@ -37,6 +43,7 @@ class RemoteWorkers:
         self._dispatcher = dispatcher
         self._clock = clock
         self._sightings = Sightings(store=store, clock=clock)
+        self._refusals = LogTally(log)
 
     async def claim(
         self,
@@ -77,41 +84,41 @@ class RemoteWorkers:
         """Extend the lease; return its new expiry (ms)."""
         record = await self._running(task_id, fence)
         if await self._dispatcher.heartbeat({record.seq: fence}):
-            raise StaleFence(f"fence {fence} of task {task_id} is stale")
+            self._stale(record, fence, "heartbeat")
         if record.worker_id is not None:
             await self._sightings.seen(record.worker_id)
         return self._clock.now_ms() + self._dispatcher.lease_ms
 
     async def complete(self, task_id: str, fence: int) -> None:
         record = await self._task(task_id)
-        if await self._ended(record, fence, Outcome.SUCCEEDED):
-            return
-        _check_running(record, fence)
-        end = attempts.succeeded(
-            record.seq, fence, self._clock.now_ms(), started_ms=record.started_ms
-        )
-        if not await self._dispatcher.finish(end):
-            await self._repeat_or_stale(task_id, fence, Outcome.SUCCEEDED)
+        if _running_at(record, fence):
+            end = attempts.succeeded(
+                record.seq, fence, self._clock.now_ms(), started_ms=record.started_ms
+            )
+            if await self._dispatcher.finish(end):
+                return
+        await self._first_end(record, fence, Outcome.SUCCEEDED)
 
     async def fail(self, task_id: str, fence: int, *, error: str, retryable: bool) -> AttemptEnd:
         record = await self._task(task_id)
-        if await self._ended(record, fence, Outcome.FAILED):
-            return _end_of(record)
-        _check_running(record, fence)
-        end = attempts.failed(
-            record.seq,
-            fence,
-            attempt=record.attempts,
-            options=record.options,
-            outcome=Outcome.FAILED,
-            error=error,
-            now_ms=self._clock.now_ms(),
-            retryable=retryable,
-            started_ms=record.started_ms,
-        )
-        if not await self._dispatcher.finish(end, _claimed(record, fence)):
-            return _end_of(await self._repeat_or_stale(task_id, fence, Outcome.FAILED))
-        return AttemptEnd(end.status, end.retry_at_ms)
+        if _running_at(record, fence):
+            end = attempts.failed(
+                record.seq,
+                fence,
+                attempt=record.attempts,
+                options=record.options,
+                outcome=Outcome.FAILED,
+                error=error,
+                now_ms=self._clock.now_ms(),
+                retryable=retryable,
+                started_ms=record.started_ms,
+            )
+            if await self._dispatcher.finish(end, _claimed(record, fence)):
+                return AttemptEnd(end.status, end.retry_at_ms)
+        first = await self._first_end(record, fence, Outcome.FAILED)
+        if first.retry_at_ms is not None:
+            return AttemptEnd(Status.PENDING, first.retry_at_ms)
+        return AttemptEnd(Status.FAILED, None)
 
     async def _task(self, task_id: str) -> TaskRecord:
         record = await self._store.get_task(task_id)
@@ -121,26 +128,32 @@ class RemoteWorkers:
 
     async def _running(self, task_id: str, fence: int) -> TaskRecord:
         record = await self._task(task_id)
-        _check_running(record, fence)
+        if not _running_at(record, fence):
+            self._stale(record, fence, "heartbeat")
         return record
 
-    async def _ended(self, record: TaskRecord, fence: int, outcome: Outcome) -> bool:
-        """Whether the attempt of `fence` already ended with `outcome` and nothing has
-        happened to the task since: the call is a repeat."""
-        if record.version != fence + 1:
-            return False
-        last = await self._store.history(
-            task_seq=record.seq, schedule_id=None, before_id=None, limit=1
+    async def _first_end(self, record: TaskRecord, fence: int, outcome: Outcome) -> ExecutionRecord:
+        """The end this attempt already has, when this result is a repeat of it (the
+        worker lost the answer, or a copy sent at once won the compare-and-set),
+        however far the task has moved on since; else `StaleFence`."""
+        first = await self._store.execution_at(record.seq, fence)
+        if first is None or first.outcome is not outcome:
+            self._stale(record, fence, str(outcome))
+        return first
+
+    def _stale(self, record: TaskRecord, fence: int, call: str) -> NoReturn:
+        self._refusals.log(
+            logging.WARNING,
+            "stale fence",
+            "%s refused: fence %d of task %s is stale (task is %s at fence %d)",
+            call,
+            fence,
+            record.task_id,
+            record.status,
+            record.version,
+            extra={"task_id": record.task_id, "fence": fence},
         )
-        return bool(last) and last[0].fence == fence and last[0].outcome is outcome
-
-    async def _repeat_or_stale(self, task_id: str, fence: int, outcome: Outcome) -> TaskRecord:
-        """After a lost compare-and-set: the record, if a concurrent repeat of this very
-        call won it; else `StaleFence`."""
-        record = await self._task(task_id)
-        if not await self._ended(record, fence, outcome):
-            raise StaleFence(f"fence {fence} of task {task_id} is stale")
-        return record
+        raise StaleFence(f"fence {fence} of task {record.task_id} is stale")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +164,8 @@ class AttemptEnd:
     retry_at_ms: int | None
 
 
-def _end_of(record: TaskRecord) -> AttemptEnd:
-    retry_at = record.due_ms if record.status is Status.PENDING else None
-    return AttemptEnd(record.status, retry_at)
-
-
-def _check_running(record: TaskRecord, fence: int) -> None:
-    if record.status is not Status.RUNNING or record.version != fence:
-        raise StaleFence(f"fence {fence} of task {record.task_id} is stale")
+def _running_at(record: TaskRecord, fence: int) -> bool:
+    return record.status is Status.RUNNING and record.version == fence
 
 
 def _claimed(record: TaskRecord, fence: int) -> ClaimedTask:

@@ -218,8 +218,14 @@ class TaskStore(Protocol):
         self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
     ) -> list[ExecutionRecord]: ...
 
+    async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
+        """The end recorded for the attempt of `fence`, if it ended (or was cancelled
+        while it ran): what a repeated result is answered with."""
+        ...
+
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
-        """Compare-and-set a task to cancelled."""
+        """Compare-and-set a task to cancelled; an attempt running then gets its
+        execution row (outcome `cancelled`)."""
         ...
 
     async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:

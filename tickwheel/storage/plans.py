@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from tickwheel.errors import IdempotencyConflict, InvalidRequest, RejectedItems, TickwheelError
-from tickwheel.models import Finish, NewTask, Status
+from tickwheel.models import Finish, NewTask, Outcome, Status
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import Held
 from tickwheel.storage.rows import Row
@@ -266,13 +266,25 @@ class Ends:
             seq, attempts, started, worker_id, schedule_id = (row[i] for i in range(5))
             f = self.first[seq]
             run = (seq, schedule_id, attempts, f.fence, worker_id, started, f.ended_ms)
-            executions.append((*run, str(f.outcome), f.error))
+            executions.append((*run, str(f.outcome), f.error, f.retry_at_ms))
         return executions
 
     def answers(self, written: set[int], repeats: Sequence[bool]) -> list[bool]:
         """Per finish, in order, whether its fence held."""
         again = dict(zip(map(id, self.repeats), repeats, strict=True))
         return [f.seq in written if self.first[f.seq] is f else again[id(f)] for f in self.finishes]
+
+
+def cancelled_run(cancelled: Row | None, fence: int, now_ms: int) -> tuple[Any, ...] | None:
+    """The execution row of an attempt cancelled while it ran, from the row the cancel
+    returned (seq, attempts, started_at, worker_id, schedule_id, lease_expires_at): a
+    task cancelled while running keeps its lease, one cancelled before has none. None
+    when nothing was running (or nothing was cancelled)."""
+    if cancelled is None or cancelled[5] is None:
+        return None
+    seq, attempts, started, worker_id, schedule_id = (cancelled[i] for i in range(5))
+    run = (seq, schedule_id, attempts, fence, worker_id, started, now_ms)
+    return (*run, str(Outcome.CANCELLED), "cancelled while it ran", None)
 
 
 # -- ordering keys ----------------------------------------------------------------

@@ -129,7 +129,7 @@ def claimed(r: Row) -> ClaimedTask:
 
 
 def execution(r: Row) -> ExecutionRecord:
-    return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8])
+    return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8], r[9])
 
 
 def schedule_params(s: ScheduleRecord) -> list[Any]:

@@ -15,14 +15,15 @@ import logging
 import os
 import socket
 from collections import deque
-from collections.abc import Awaitable, Collection
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tickwheel.clock import to_datetime
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure
-from tickwheel.models import ClaimedTask, Outcome
+from tickwheel.log_tally import LogTally
+from tickwheel.models import ClaimedTask, Finish, Outcome
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
 MAX_FETCHES = 4  # pulls and claims in flight at once while the queue has depth
+END_RETRY_FIRST_SECONDS = 0.05  # an end the store could not take: first wait, doubling
+END_RETRY_MAX_SECONDS = 1.0
 
 
 def default_worker_id() -> str:
@@ -85,6 +88,10 @@ class Worker:
         self._pulling_done = asyncio.Event()
         self._pulls: set[asyncio.Future[list[ReadyItem]]] = set()  # to cancel at stop
         self._heartbeats: asyncio.Task[None] | None = None
+        # Where each claimed task's lease ends (cluster ms) as last extended: its claim's
+        # own until a heartbeat gets through.
+        self._leases: dict[int, int] = {}
+        self._refusals = LogTally(log)
         # Where this worker says it is alive, for operators to see (None: nowhere).
         self._registry = registry
         self._report_seconds = report_seconds
@@ -182,6 +189,7 @@ class Worker:
             task = self._claimed.popleft()
             if task.seq in self._revoked:  # cancelled or taken over while it waited
                 self._revoked.discard(task.seq)
+                self._leases.pop(task.seq, None)
                 continue
             self._running += 1
             runner = asyncio.create_task(self._run(task))
@@ -195,13 +203,14 @@ class Worker:
 
     def _done(self, seq: int, _: object = None) -> None:
         self._inflight.pop(seq, None)
+        self._leases.pop(seq, None)
         self._revoked.discard(seq)
         self._room.set()
 
     # -- running -------------------------------------------------------------
 
     async def _run(self, task: ClaimedTask) -> None:
-        fail = self._dispatcher.fail
+        fail = self._dispatcher.failed
         try:
             try:
                 await self._execute(task)
@@ -210,7 +219,14 @@ class Worker:
         except asyncio.CancelledError:
             if task.seq in self._revoked:
                 self._revoked.discard(task.seq)
-                log.info("stopped: the task was cancelled or taken over", extra=_ids(task))
+                self._refusals.log(
+                    logging.WARNING,
+                    "stale fence",
+                    "stopped task %s: fence %d is stale (cancelled or taken over)",
+                    task.task_id,
+                    task.fence,
+                    extra={**_ids(task), "fence": task.fence},
+                )
                 return
             # Shutdown past its grace period: give the task back as a failed attempt.
             await self._record(fail(task, "worker shut down mid-run", retryable=True), task)
@@ -228,20 +244,59 @@ class Worker:
         except Exception as error:
             end = fail(task, _describe(error), retryable=True)
         else:
-            end = self._dispatcher.succeed(task)
+            end = self._dispatcher.succeeded(task)
         await self._record(end, task)
         self.completed += 1
 
-    async def _record(self, writing: Awaitable[bool], task: ClaimedTask) -> None:
-        """Await the write of an attempt's end. If the store cannot take it, the lease
-        runs out and the reaper retries the task: at least once, never lost."""
-        try:
-            written = await writing
-        except Exception:
-            log.exception("could not record the end of an attempt", extra=_ids(task))
-            return
-        if not written:
-            log.warning("result refused: stale fence %d", task.fence, extra=_ids(task))
+    async def _record(self, end: Finish, task: ClaimedTask) -> None:
+        """Write an attempt's end (group-committed with other tasks' ends). A store that
+        cannot take it now (restarting, cut off) is tried again with backoff while the
+        lease lasts; the task stays in flight meanwhile, so heartbeats keep extending its
+        lease once they get through. Only past the lease is the end given up: the reaper
+        then retries the task (at least once, never lost)."""
+        delay, tries = END_RETRY_FIRST_SECONDS, 0
+        while True:
+            try:
+                written = await self._dispatcher.finish(end, task)
+                break
+            except Exception as error:
+                tries += 1
+                left = (self._lease_until(task) - self._dispatcher.now_ms()) / 1000
+                if left <= 0:
+                    log.exception(
+                        "could not record the end of an attempt before its lease ran out"
+                        " (%d tries); the task will run again",
+                        tries,
+                        extra=_ids(task),
+                    )
+                    return
+                if tries == 1:
+                    log.warning(
+                        "could not record the end of an attempt (%s); retrying while its"
+                        " lease lasts (%.1f s)",
+                        _describe(error),
+                        left,
+                        extra=_ids(task),
+                    )
+                await asyncio.sleep(min(delay, left))
+                delay = min(delay * 2, END_RETRY_MAX_SECONDS)
+        if written and tries:
+            log.info("recorded the end of an attempt after %d tries", tries + 1, extra=_ids(task))
+        elif not written:
+            # After failed tries, an earlier one may have committed with its answer lost.
+            maybe = " (or an earlier try recorded it)" if tries else ""
+            self._refusals.log(
+                logging.WARNING,
+                "stale fence",
+                "result of task %s refused: fence %d is stale%s",
+                task.task_id,
+                task.fence,
+                maybe,
+                extra={**_ids(task), "fence": task.fence},
+            )
+
+    def _lease_until(self, task: ClaimedTask) -> int:
+        return self._leases.get(task.seq, task.lease_expires_ms)
 
     async def _execute(self, task: ClaimedTask) -> Any:
         kind = self._app.get(task.task_type)
@@ -277,11 +332,14 @@ class Worker:
             await asyncio.sleep(interval)
             fences = {seq: task.fence for seq, (task, _) in self._inflight.items()}
             fences.update((task.seq, task.fence) for task in self._claimed)
+            # At most what the dispatcher sets: it reads the clock after this.
+            until = self._dispatcher.now_ms() + self._dispatcher.lease_ms
             try:
                 stale = await self._dispatcher.heartbeat(fences)
             except Exception:
                 log.exception("heartbeat failed; retrying")
                 continue
+            self._leases.update((seq, until) for seq in fences if seq not in stale)
             for seq in stale:
                 self._revoked.add(seq)  # one still waiting for a slot is never started
                 entry = self._inflight.get(seq)
@@ -346,7 +404,7 @@ class Worker:
         await asyncio.gather(*late, return_exceptions=True)
         while self._claimed:
             task = self._claimed.popleft()
-            ending = self._dispatcher.fail(
+            ending = self._dispatcher.failed(
                 task, "worker shut down before it started", retryable=True
             )
             await self._record(ending, task)

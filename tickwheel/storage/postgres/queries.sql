@@ -235,10 +235,11 @@ WITH ended AS (
 SELECT seq FROM ended;
 
 -- name: insert_executions
-INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)
+INSERT INTO executions
+    (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error, retry_at)
 SELECT * FROM unnest(
     $1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::bigint[],
-    $7::bigint[], $8::text[], $9::text[]
+    $7::bigint[], $8::text[], $9::text[], $10::bigint[]
 );
 
 -- name: expired_leases
@@ -248,10 +249,13 @@ ORDER BY lease_expires_at
 LIMIT $3;
 
 -- name: cancel
+-- A running task keeps its lease's end: its attempt may run until then (its key waits).
+-- Returned for the execution row of an attempt cancelled while it ran (a lease left).
 UPDATE tasks
 SET status = 'cancelled', version = version + 1, completed_at = $3,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END
-WHERE seq = $1 AND version = $2;
+WHERE seq = $1 AND version = $2
+RETURNING seq, attempts, started_at, worker_id, schedule_id, lease_expires_at;
 
 -- name: get_task
 SELECT {task_columns} FROM tasks WHERE task_id = $1;
@@ -260,13 +264,24 @@ SELECT {task_columns} FROM tasks WHERE task_id = $1;
 SELECT {task_columns} FROM tasks WHERE seq = ANY($1::bigint[]);
 
 -- name: history_of_task
-SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
+       e.retry_at
 FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
 WHERE e.task_seq = $1 AND e.id < $2
 ORDER BY e.id DESC LIMIT $3;
 
+-- name: execution_at_fence
+-- The end recorded for one attempt, found by its fence (one row at most: an end, or a
+-- cancel while it ran, is a compare-and-set on that fence).
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
+       e.retry_at
+FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
+WHERE e.task_seq = $1 AND e.fence = $2
+ORDER BY e.id LIMIT 1;
+
 -- name: history_of_schedule
-SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
+       e.retry_at
 FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
 WHERE e.schedule_id = $1 AND e.id < $2
 ORDER BY e.id DESC LIMIT $3;

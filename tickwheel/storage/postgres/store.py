@@ -60,6 +60,7 @@ from tickwheel.storage.plans import (
     Known,
     Repeats,
     Turn,
+    cancelled_run,
     ends_by_key,
     held,
     later,
@@ -301,10 +302,19 @@ class PostgresStore:
 
         return await self._transaction(work)
 
+    async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
+        found = await self._fetch("execution_at_fence", task_seq, fence)
+        return convert.execution(found[0]) if found else None
+
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
-        return await self._transaction(
-            lambda db: _changed_async(db.execute(q("cancel"), seq, version, now_ms))
-        )
+        async def work(db: Db) -> bool:
+            cancelled = await db.fetchrow(q("cancel"), seq, version, now_ms)
+            run = cancelled_run(cancelled, version, now_ms)
+            if run is not None:
+                await db.execute(q("insert_executions"), *_columns([run], 10))
+            return cancelled is not None
+
+        return await self._transaction(work)
 
     # -- dispatch ------------------------------------------------------------
 
@@ -797,7 +807,7 @@ async def _finish(db: Db, finishes: Sequence[Finish]) -> list[bool]:
     written = await db.fetch(q("finish"), *_columns(batch, 8))
     executions = ends.executions(written)
     if executions:
-        await db.execute(q("insert_executions"), *_columns(executions, 9))
+        await db.execute(q("insert_executions"), *_columns(executions, 10))
     repeats = await _finish(db, ends.repeats) if ends.repeats else []
     return ends.answers({r[0] for r in written}, repeats)
 

@@ -216,8 +216,9 @@ WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND +tasks.status = 'runnin
 RETURNING tasks.seq, attempts, started_at, worker_id, schedule_id;
 
 -- name: insert_execution
-INSERT INTO executions (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO executions
+    (task_seq, schedule_id, attempt, fence, worker_id, started_at, ended_at, outcome, error, retry_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: expired_leases
 SELECT {task_columns} FROM tasks INDEXED BY tasks_running_lease
@@ -228,10 +229,12 @@ LIMIT :limit;
 
 -- name: cancel
 -- A running task keeps its lease's end: its attempt may run until then (its key waits).
+-- Returned for the execution row of an attempt cancelled while it ran (a lease left).
 UPDATE tasks
 SET status = 'cancelled', version = version + 1, completed_at = :now,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END
-WHERE seq = :seq AND version = :version;
+WHERE seq = :seq AND version = :version
+RETURNING seq, attempts, started_at, worker_id, schedule_id, lease_expires_at;
 
 -- name: get_task
 SELECT {task_columns} FROM tasks WHERE task_id = ?;
@@ -240,13 +243,24 @@ SELECT {task_columns} FROM tasks WHERE task_id = ?;
 SELECT {task_columns} FROM tasks WHERE seq IN (SELECT value FROM json_each(?));
 
 -- name: history_of_task
-SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
+       e.retry_at
 FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
 WHERE e.task_seq = :task_seq AND e.id < :before
 ORDER BY e.id DESC LIMIT :limit;
 
+-- name: execution_at_fence
+-- The end recorded for one attempt, found by its fence (one row at most: an end, or a
+-- cancel while it ran, is a compare-and-set on that fence).
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
+       e.retry_at
+FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
+WHERE e.task_seq = :task_seq AND e.fence = :fence
+ORDER BY e.id LIMIT 1;
+
 -- name: history_of_schedule
-SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error
+SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
+       e.retry_at
 FROM executions AS e JOIN tasks AS t ON t.seq = e.task_seq
 WHERE e.schedule_id = :schedule_id AND e.id < :before
 ORDER BY e.id DESC LIMIT :limit;

@@ -90,7 +90,7 @@ WHERE ordering_key IS NOT NULL AND status IN ('pending', 'waiting');
 CREATE INDEX tasks_queue ON tasks (queue, seq);
 CREATE INDEX tasks_idempotency_key ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
--- One row per attempt, written when the attempt ends.
+-- One row per attempt, written when the attempt ends (or is cancelled while running).
 CREATE TABLE executions (
     id           INTEGER PRIMARY KEY,
     task_seq     INTEGER NOT NULL REFERENCES tasks (seq),
@@ -101,7 +101,10 @@ CREATE TABLE executions (
     started_at   INTEGER NOT NULL,
     ended_at     INTEGER NOT NULL,
     outcome      TEXT NOT NULL,
-    error        TEXT
+    error        TEXT,
+    -- The retry's due time when this end put the task back to pending: with the
+    -- outcome, the answer a worker sending the same result again gets.
+    retry_at     INTEGER
 );
 
 CREATE INDEX executions_task ON executions (task_seq, id);

@@ -49,6 +49,7 @@ from tickwheel.storage.plans import (
     Known,
     Repeats,
     Turn,
+    cancelled_run,
     ends_by_key,
     held,
     later,
@@ -222,10 +223,24 @@ class SqliteStore:
 
         return await self._writer.transaction(work)
 
+    async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
+        params = {"task_seq": task_seq, "fence": fence}
+        found = await self._reader.run(
+            lambda db: db.execute(q("execution_at_fence"), params).fetchone()
+        )
+        return convert.execution(found) if found else None
+
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
         params = {"seq": seq, "version": version, "now": now_ms}
-        count = await self._writer.transaction(lambda db: db.execute(q("cancel"), params).rowcount)
-        return bool(count)
+
+        def work(db: sqlite3.Connection) -> bool:
+            cancelled = db.execute(q("cancel"), params).fetchone()
+            run = cancelled_run(cancelled, version, now_ms)
+            if run is not None:
+                db.execute(q("insert_execution"), run)
+            return cancelled is not None
+
+        return await self._writer.transaction(work)
 
     # -- dispatch ------------------------------------------------------------
 
