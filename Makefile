@@ -3,8 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# What targets do outside .venv, each skipped with `skip` (README, "What `make test`
+# installs"): `make test` starts the local PostgreSQL and Redis when they are installed
+# but stopped, and installs Debian's chromium with apt; `make faketime` installs Debian's
+# libfaketime with apt.
+SERVICES ?= start
+BROWSER ?= install
+LIBFAKETIME ?= install
 
-.PHONY: install up cluster test lint bench clean services browser
+.PHONY: install up cluster test lint bench clean services browser faketime
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -23,10 +30,14 @@ cluster: $(STAMP) services
 	$(BIN)/tickwheel local-cluster
 
 services:
-	@scripts/services.sh
+	@[ "$(SERVICES)" = skip ] || scripts/services.sh
 
 browser:
-	@scripts/browser.sh
+	@[ "$(BROWSER)" = skip ] || scripts/browser.sh
+
+# Debian's libfaketime, for the fault scenarios that move one node's clock.
+faketime:
+	@[ "$(LIBFAKETIME)" = skip ] || scripts/faketime.sh
 
 test: $(STAMP) services browser
 	$(BIN)/pytest -q

@@ -2,7 +2,8 @@
 # Install Debian's Chromium for the dashboard's browser tests when it is missing
 # (Playwright drives it through executable_path: browser downloads are not possible
 # here). Without root or apt, nothing is installed and those tests skip loudly (or
-# fail, with TICKWHEEL_REQUIRE_SERVICES=1).
+# fail, with TICKWHEEL_REQUIRE_SERVICES=1). This installs system-wide: `make test
+# BROWSER=skip` skips it.
 set -uo pipefail
 
 if [ -x /usr/bin/chromium ] || ! command -v apt-get >/dev/null || [ "$(id -u)" != 0 ]; then

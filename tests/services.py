@@ -12,6 +12,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -39,7 +40,12 @@ def require(service: str) -> str:
     url, port = (POSTGRES_URL, 5432) if service == "postgres" else (REDIS_URL, 6379)
     if _reachable(url, port):
         return url
-    reason = f"!!! {service} is not reachable at {url}: its tests did NOT run !!!"
+    missing(f"{service} is not reachable at {url}")
+
+
+def missing(what: str) -> NoReturn:
+    """Skips the test loudly (fails it, in CI) for want of `what`."""
+    reason = f"!!! {what}: its tests did NOT run !!!"
     if os.environ.get("TICKWHEEL_REQUIRE_SERVICES") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
@@ -53,10 +59,7 @@ def chromium() -> str:
     in CI) the test."""
     if os.access(CHROMIUM, os.X_OK):
         return CHROMIUM
-    reason = f"!!! no Chromium at {CHROMIUM}: the browser tests did NOT run !!!"
-    if os.environ.get("TICKWHEEL_REQUIRE_SERVICES") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    missing(f"no Chromium at {CHROMIUM}")
 
 
 @asynccontextmanager

@@ -1,5 +1,7 @@
 """A real cluster for tests: `tickwheel api`, `scheduler` and `worker` processes on a fresh
-PostgreSQL schema and Redis prefix, each killable on its own."""
+PostgreSQL schema and Redis prefix, each killable on its own. It runs on the tests'
+servers unless given others: a test that restarts or empties a server gives it the URLs
+of servers of its own (tests/servers.py), never the machine's."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+import redis
 from harness import TICKWHEEL, free_port
 from services import require
 
@@ -47,10 +50,12 @@ class Process:
 
 
 @contextlib.contextmanager
-def cluster_in(folder: Path, **settings: str) -> Iterator[Cluster]:
-    """A cluster's schema and prefix for one test, its processes killed and its schema
-    dropped afterwards."""
-    made = Cluster(folder, **settings)
+def cluster_in(
+    folder: Path, *, database_url: str | None = None, redis_url: str | None = None, **settings: str
+) -> Iterator[Cluster]:
+    """A cluster's schema and prefix for one test, its processes killed, its schema
+    dropped and its keys deleted afterwards."""
+    made = Cluster(folder, database_url=database_url, redis_url=redis_url, **settings)
     try:
         yield made
     finally:
@@ -58,15 +63,26 @@ def cluster_in(folder: Path, **settings: str) -> Iterator[Cluster]:
 
 
 class Cluster:
-    def __init__(self, folder: Path, **settings: str) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        database_url: str | None = None,
+        redis_url: str | None = None,
+        **settings: str,
+    ) -> None:
+        """`database_url`, `redis_url`: the servers to run on (the tests' by default);
+        `settings`: TICKWHEEL_* variables of every process."""
         self.folder = folder
         self.schema = f"tw_cluster_{uuid.uuid4().hex[:10]}"
-        self.database_url = require("postgres")
+        self.database_url = database_url or require("postgres")
+        self.redis_url = redis_url or require("redis")
+        self.redis_prefix = f"{self.schema}:"
         self.env = {
             **os.environ,
             "TICKWHEEL_DATABASE_URL": f"{self.database_url}?search_path={self.schema}",
-            "TICKWHEEL_REDIS_URL": require("redis"),
-            "TICKWHEEL_REDIS_PREFIX": f"{self.schema}:",
+            "TICKWHEEL_REDIS_URL": self.redis_url,
+            "TICKWHEEL_REDIS_PREFIX": self.redis_prefix,
             "TICKWHEEL_LOG_LEVEL": "warning",
             **settings,
         }
@@ -132,42 +148,6 @@ class Cluster:
                 process.popen.kill()
                 process.popen.wait(10)
         self.query(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
-
-
-def restart_redis() -> None:
-    """Stop the local Redis without saving (its data is gone) and start it again."""
-    subprocess.run(["redis-cli", "-p", "6379", "shutdown", "nosave"], capture_output=True)
-    started = subprocess.run(
-        [
-            "redis-server",
-            "--daemonize",
-            "yes",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "6379",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            "/var/lib/redis",
-            "--logfile",
-            "/var/log/redis/ci.log",
-        ],
-        capture_output=True,
-    )
-    assert started.returncode == 0, started.stderr
-    deadline = time.monotonic() + 10
-    while subprocess.run(["redis-cli", "-p", "6379", "ping"], capture_output=True).returncode:
-        assert time.monotonic() < deadline, "Redis did not come back"
-        time.sleep(0.05)
-
-
-def restart_postgres() -> None:
-    version = sorted(os.listdir("/etc/postgresql"))[-1]
-    done = subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
-        capture_output=True,
-    )
-    assert done.returncode == 0, done.stderr
+        with redis.Redis.from_url(self.redis_url) as client:
+            for key in client.scan_iter(match=f"{self.redis_prefix}*", count=1000):
+                client.delete(key)

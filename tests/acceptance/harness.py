@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,13 +15,9 @@ from pathlib import Path
 
 import httpx
 
+from tickwheel.bench.targets import free_port
+
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Tickwheel:

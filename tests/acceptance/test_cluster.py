@@ -10,15 +10,16 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
-from cluster import Cluster, cluster_in, restart_postgres, restart_redis
+from cluster import Cluster, cluster_in
 from harness import TICKWHEEL, Target, free_port, wait_for
+from servers import PrivatePostgres, PrivateRedis
 from services import require
 
 TTL = 3  # partition lease seconds
@@ -127,15 +128,23 @@ def test_a_paused_worker_cannot_overwrite_the_rerun(cluster: Cluster, target: Ta
     assert final["status"] == "succeeded" and final["worker_id"] != first_holder[0]
 
 
-@pytest.mark.parametrize("restart", [restart_redis, restart_postgres], ids=["redis", "postgres"])
+@pytest.mark.parametrize("server", ["redis", "postgres"])
 def test_a_server_restart_mid_run_loses_no_task(
-    tmp_path: Path, target: Target, restart: Callable[[], None]
+    tmp_path: Path,
+    target: Target,
+    server: str,
+    private_redis: PrivateRedis,
+    private_postgres: PrivatePostgres,
 ) -> None:
     """Redis restarted with its data gone, or PostgreSQL restarted, while a backlog of
-    due tasks waits in the ready queue and workers run: every task still succeeds."""
+    due tasks waits in the ready queue and workers run: every task still succeeds. The
+    servers restarted are the test's own, never the machine's."""
     target.delays["/t"] = 0.05  # 2 workers x 16 at a time: ~600 calls/s, a 5 s backlog
-    cluster = Cluster(tmp_path, **{**SETTINGS, "TICKWHEEL_CONCURRENCY": "16"})
-    try:
+    restart = private_redis.restart if server == "redis" else private_postgres.restart
+    settings = {**SETTINGS, "TICKWHEEL_CONCURRENCY": "16"}
+    with cluster_in(
+        tmp_path, database_url=private_postgres.url, redis_url=private_redis.url, **settings
+    ) as cluster:
         for i in range(2):
             cluster.start("scheduler", f"scheduler-{i}")
             cluster.start("worker", f"worker-{i}")
@@ -163,8 +172,6 @@ def test_a_server_restart_mid_run_loses_no_task(
 
         assert wait_for(all_succeeded, timeout=120, interval=0.5), cluster.logs()
         assert {c.path for c in target.calls} == {"/t"}
-    finally:
-        cluster.close()
 
 
 def test_the_local_cluster_recipe_runs_tasks_and_stops_cleanly(tmp_path: Path) -> None:

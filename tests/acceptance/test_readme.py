@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from harness import Tickwheel
+from servers import PrivateRedis
 from services import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,14 +92,15 @@ def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
     assert run_python(block, tw) == "['extract', 'clean', 'load']\n0 3 * * *\n"
 
 
-def test_bench_compare_runs_verbatim() -> None:
-    """The README's quick comparison: Tickwheel in both modes and Huey, every task run."""
+def test_bench_compare_runs_verbatim(private_redis: PrivateRedis) -> None:
+    """The README's quick comparison: Tickwheel in both modes and Huey, every task run.
+    Its Redis is a private one: the harness deletes Huey's keys by their fixed names."""
     (block,) = marked_blocks("bench", "sh")
     env = {
         **os.environ,
         "TICKWHEEL_BENCH_DATABASE_URL": require("postgres"),
-        "TICKWHEEL_BENCH_REDIS_URL": require("redis"),
-        "TICKWHEEL_BENCH_SINK_URL": require("redis"),
+        "TICKWHEEL_BENCH_REDIS_URL": private_redis.url,
+        "TICKWHEEL_BENCH_SINK_URL": private_redis.url,
     }
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", block],

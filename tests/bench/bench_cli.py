@@ -15,14 +15,10 @@ TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 
 
 def bench_output(*args: str) -> tuple[str, dict[str, Any]]:
-    """Run `tickwheel bench ARGS` against the tests' PostgreSQL and Redis: what it
-    printed, and its last line (JSON) read."""
-    env = {
-        **os.environ,
-        "TICKWHEEL_BENCH_DATABASE_URL": require("postgres"),
-        "TICKWHEEL_BENCH_REDIS_URL": require("redis"),
-        "TICKWHEEL_BENCH_SINK_URL": require("redis"),
-    }
+    """Run `tickwheel bench ARGS` against the tests' PostgreSQL and the private Redis
+    (conftest puts its URL in the environment): what it printed, and its last line
+    (JSON) read."""
+    env = {**os.environ, "TICKWHEEL_BENCH_DATABASE_URL": require("postgres")}
     done = subprocess.run(
         [TICKWHEEL, "bench", *args], env=env, capture_output=True, text=True, timeout=300
     )

@@ -8,21 +8,21 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-import services
 from bench_cli import bench_output
 
 from tickwheel.bench.compare import COLUMNS
 from tickwheel.bench.peers.saq_peer import SaqPeer
+from tickwheel.bench.peers.sink import sink_url
 
 TASKS = "200"
 
 
 @pytest.fixture
 def saq_keys_deleted() -> Iterator[None]:
-    """SAQ's broker keys in the tests' Redis, deleted afterwards (the harness deletes
+    """SAQ's broker keys in the private Redis, deleted afterwards (the harness deletes
     them before each run, not after)."""
     yield
-    with redis.Redis.from_url(services.require("redis")) as client:
+    with redis.Redis.from_url(sink_url()) as client:
         for pattern in SaqPeer.broker_keys:
             for found in client.scan_iter(match=pattern):
                 client.delete(found)

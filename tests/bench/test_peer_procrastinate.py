@@ -1,4 +1,5 @@
-"""Procrastinate through both workloads, in a database of this test's own."""
+"""Procrastinate through both workloads, in a database of this test's own on the
+session's private PostgreSQL (so that dropping it can never drop another user's)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
-import services
 from peer_workloads import check_workloads
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from servers import PrivatePostgres
 
 from tickwheel.bench.peers.procrastinate_tasks import DATABASE_URL_ENV
 
@@ -17,9 +18,11 @@ DATABASE = "tickwheel_bench_test"
 
 
 @pytest.fixture
-async def own_database(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
+async def own_database(
+    monkeypatch: pytest.MonkeyPatch, private_postgres: PrivatePostgres
+) -> AsyncIterator[None]:
     """The peer creates the database; it is dropped afterwards."""
-    url = services.require("postgres")
+    url = private_postgres.url
     monkeypatch.setenv(DATABASE_URL_ENV, make_conninfo(url, dbname=DATABASE))
     yield
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as db:

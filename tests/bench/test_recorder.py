@@ -11,10 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-import services
 
 from tickwheel.bench.peers.recorder import Recorder
-from tickwheel.bench.peers.sink import key
+from tickwheel.bench.peers.sink import key, sink_url
 
 FORKS = """
 import multiprocessing, os, sys
@@ -47,18 +46,18 @@ records(400)
 def run() -> Iterator[str]:
     name = f"test-recorder-{uuid.uuid4().hex[:8]}"
     yield name
-    with redis.Redis.from_url(services.require("redis")) as client:
+    with redis.Redis.from_url(sink_url()) as client:
         client.delete(key(name))
 
 
 def recorded(run: str) -> list[int]:
-    with redis.Redis.from_url(services.require("redis")) as client:
+    with redis.Redis.from_url(sink_url()) as client:
         entries = client.lrange(key(run), 0, -1)
     return sorted(int(entry.split()[0]) for entry in entries)
 
 
 def test_ships_in_batches_and_the_rest_on_close(run: str) -> None:
-    recorder = Recorder(services.require("redis"), interval_seconds=0.02)
+    recorder = Recorder(sink_url(), interval_seconds=0.02)
     for index in range(2_000):
         recorder.record(run, index)
         if index % 200 == 0:
@@ -70,7 +69,7 @@ def test_ships_in_batches_and_the_rest_on_close(run: str) -> None:
 
 def test_a_batch_holds_each_run_apart(run: str) -> None:
     other = f"{run}-other"
-    recorder = Recorder(services.require("redis"), interval_seconds=3600)
+    recorder = Recorder(sink_url(), interval_seconds=3600)
     try:
         for index in range(10):
             recorder.record(run if index % 2 else other, index)
@@ -78,12 +77,11 @@ def test_a_batch_holds_each_run_apart(run: str) -> None:
         assert recorder.shipments == 1
         assert (recorded(run), recorded(other)) == ([1, 3, 5, 7, 9], [0, 2, 4, 6, 8])
     finally:
-        with redis.Redis.from_url(services.require("redis")) as client:
+        with redis.Redis.from_url(sink_url()) as client:
             client.delete(key(other))
 
 
 def test_nothing_is_lost_or_doubled_across_forks_and_at_exit(run: str) -> None:
-    services.require("redis")  # the sink's URL is in the environment (conftest)
     done = subprocess.run(
         [sys.executable, "-c", FORKS, run], capture_output=True, text=True, timeout=60
     )

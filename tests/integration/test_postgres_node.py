@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import Any
 
 import asyncpg
@@ -120,12 +119,6 @@ def scheduler_settings(database_url: str, name: str, lease_seconds: float) -> Se
         balance_partitions=True,
         node_id=name,
     )
-
-
-@pytest.fixture
-def redis_prefix() -> str:
-    require("redis")
-    return f"tw-test-{uuid.uuid4().hex[:8]}:"
 
 
 async def test_api_scheduler_and_worker_apart_over_postgres_and_redis(
