@@ -5,13 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # What targets do outside .venv, each skipped with `skip` (README, "What `make test`
 # installs"): `make test` starts the local PostgreSQL and Redis when they are installed
-# but stopped, and installs Debian's chromium with apt; `make faketime` installs Debian's
-# libfaketime with apt.
+# but stopped, and installs Debian's chromium and libfaketime with apt.
 SERVICES ?= start
 BROWSER ?= install
 LIBFAKETIME ?= install
 
-.PHONY: install up cluster test lint bench clean services browser faketime
+.PHONY: install up cluster test faults lint bench clean services browser faketime
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -39,8 +38,12 @@ browser:
 faketime:
 	@[ "$(LIBFAKETIME)" = skip ] || scripts/faketime.sh
 
-test: $(STAMP) services browser
+test: $(STAMP) services browser faketime
 	$(BIN)/pytest -q
+
+# Every fault scenario (tests/faults), then their table: several minutes.
+faults: $(STAMP) services faketime
+	$(BIN)/pytest -q tests/faults -m ''
 
 lint: $(STAMP)
 	$(BIN)/ruff check tickwheel tests bench

@@ -1,0 +1,69 @@
+"""Work flowing through a cluster while a fault strikes: tasks submitted through the
+Python client, as users submit them, at a steady rate from a thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+from ledger import Ledger
+
+from tickwheel import Client
+from tickwheel.client import task_body
+from tickwheel.errors import ServerError, TickwheelError
+
+
+def due_in(seconds: float) -> datetime:
+    """A due time `seconds` from now, to the millisecond (as the store keeps it)."""
+    moment = datetime.now(UTC) + timedelta(seconds=seconds)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def submit(client: Client, ledger: Ledger, count: int, lead_seconds: float) -> None:
+    """`count` tasks in one batch, due `lead_seconds` from now; what the server
+    acknowledged goes into the ledger, what it refused into its statuses."""
+    due = due_in(lead_seconds)
+    body = task_body("http", {"url": ledger.url(), "method": "POST"}, due_time=due)
+    try:
+        answers = client.submit_many([body] * count)
+    except ServerError as error:
+        ledger.statuses[error.status] += 1
+        return
+    except TickwheelError as error:  # no answer at all, after the client's retries
+        ledger.statuses[0] += 1
+        del error
+        return
+    ledger.statuses[201] += 1
+    due_ms = round(due.timestamp() * 1000)
+    ledger.accepted.update((a.task_id, due_ms) for a in answers)
+
+
+class Stream:
+    """`rate` tasks a second, in batches of `batch`, each due `lead_seconds` after its
+    submission, until stopped."""
+
+    def __init__(
+        self, url: str, ledger: Ledger, *, rate: float, batch: int = 20, lead_seconds: float = 1.0
+    ) -> None:
+        self._client = Client(url, timeout_seconds=10)
+        self._ledger, self._batch, self._lead = ledger, batch, lead_seconds
+        self._every = batch / rate
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Stream:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stopping.set()
+        self._thread.join(60)
+        self._client.close()
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stopping.is_set():
+            submit(self._client, self._ledger, self._batch, self._lead)
+            next_at += self._every
+            self._stopping.wait(max(0.0, next_at - time.monotonic()))
