@@ -34,6 +34,7 @@ from tickwheel.storage.base import (
     News,
     Page,
     Propagated,
+    Renewal,
     SchedulerNode,
     ScheduleSummary,
     TaskFilter,
@@ -437,6 +438,37 @@ class SqliteStore:
                 if not db.execute(q("set_watermark"), params).rowcount:
                     lost.add(partition)
             return lost
+
+        return await self._writer.transaction(work, acknowledged=False)
+
+    async def renew(
+        self,
+        node_id: str,
+        marks: Mapping[int, tuple[int, int]],
+        wanted: Collection[int],
+        *,
+        ttl_ms: int,
+        beat: bool,
+    ) -> Renewal:
+        """The statements `set_watermarks`, `release`, `acquire` and `heartbeat` run,
+        in one transaction: the file is on this host, so their count costs little."""
+        want = set(wanted)
+
+        def work(db: sqlite3.Connection) -> Renewal:
+            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+            params = {"node": node_id, "now": now, "ttl": ttl_ms}
+            for partition, (epoch, mark) in marks.items():
+                fence = {**params, "partition": partition, "epoch": epoch, "watermark": mark}
+                db.execute(q("set_watermark"), fence)
+            gone = [(p, node_id, epoch) for p, (epoch, _) in marks.items() if p not in want]
+            db.executemany(q("release_lease"), gone)
+            taken = {**params, "wanted": json.dumps(sorted(want))}
+            held = dict(db.execute(q("acquire_leases"), taken).fetchall())
+            if not beat:
+                return Renewal(held, [])
+            db.execute(q("node_heartbeat"), params)
+            db.execute(q("forget_dead_nodes"), params)
+            return Renewal(held, [r[0] for r in db.execute(q("live_nodes"), params)])
 
         return await self._writer.transaction(work, acknowledged=False)
 
