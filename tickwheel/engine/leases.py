@@ -16,6 +16,10 @@ share. It runs every third of the lease and may take until the leases are about 
 lapse: over a far link (100 ms a round trip) triggering goes on, a little late, instead
 of stopping because ~16 sequential round trips overran a fixed third of the lease.
 
+A store in a file on this host (SQLite) also takes an OS lock for the process's life
+(`HostLockedStore`): a process restarted after kill -9 finds the lock free, so the
+dead holder's leases are freed at once instead of lapsing (see sqlite/holder.py).
+
 With several scheduler nodes (`balance`), each heartbeats in the store and wants the
 partitions that rendezvous hashing gives it among the nodes alive: every node computes
 the same split from the same list, a node joining or leaving moves only its share, and
@@ -34,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.metrics.recorder import Recorder
-from tickwheel.storage.base import Fence, LeaseStore
+from tickwheel.storage.base import Fence, HostLockedStore, LeaseStore
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -62,6 +66,7 @@ class PartitionLeases:
         self._valid_until = 0
         self._balance = balance
         self._changed = asyncio.Event()
+        self._host_locked = False  # holds the store's host lock (an SQLite file's)
         self._alive: list[str] = []  # the scheduler nodes alive at the last heartbeat
         # Triggering stops this long before the leases could lapse unrenewed.
         self._margin_ms = self._ttl_ms // 10
@@ -115,6 +120,8 @@ class PartitionLeases:
         """One round trip to the store: watermarks, give-backs, renewals and the
         heartbeat at once. A second only when the nodes alive changed our share."""
         started = self._clock.now_ms()
+        if isinstance(self._store, HostLockedStore) and not self._host_locked:
+            self._host_locked = await self._store.hold_lock(self.node_id)
         count = await self._store.partitions()
         wanted = self._share(count)
         held = self._give_up(wanted, self.held)

@@ -434,6 +434,19 @@ class TokenStore(Protocol):
 
 
 @runtime_checkable
+class HostLockedStore(Protocol):
+    """A store in a file on this host (SQLite), whose scheduling processes hold an OS
+    lock on it for their life: a dead holder is recognised at once, not when its
+    partition leases lapse."""
+
+    async def hold_lock(self, node_id: str) -> bool:
+        """Hold the file's lock until `close` if it is free: then the process that held
+        it before is gone, and its partition leases are freed at once. False while
+        another live process holds it (said once in the log)."""
+        ...
+
+
+@runtime_checkable
 class RangedTaskStore(Protocol):
     """A store whose tasks are partitioned by ranges of seq, each a span of creation
     time, so that retention drops whole ranges (PostgreSQL)."""
