@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 from harness import Target, wait_for
@@ -41,6 +42,36 @@ def test_kill_9_before_trigger_time_then_restart_fires_every_accepted_task(
     counts = Counter(c.task_id for c in target.calls)
     assert set(counts) == set(ids)
     assert max(counts.values()) == 1
+
+
+def test_a_restart_after_kill_9_takes_the_partitions_at_once(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    """With the default 15 s partition lease, the restarted process does not wait out
+    the dead one's lease: the lock on the database file that the dead one held is free,
+    so it is gone. A task due 4 s after the crash fires on time."""
+    db = tmp_path / "restart.db"
+    first = tickwheel_factory.start(db)
+    with first.client() as http:
+        task_id = _submit(http, target, "/soon", delay=4.0)
+        due = datetime.fromisoformat(http.get(f"/api/tasks/{task_id}").json()["due_time"])
+    first.kill()
+    second = tickwheel_factory.start(db)
+    assert wait_for(lambda: bool(target.calls_to("/soon")), timeout=20)
+    with second.client() as http:
+        assert http.get("/healthz").json()["partitions_owned"] == 16
+    late = target.calls_to("/soon")[0].at - due.timestamp()
+    assert late < 1.0, f"fired {late:.1f} s after its due time"
+
+
+def test_a_second_process_on_the_file_says_who_holds_it(
+    tickwheel_factory: type, tmp_path: Path
+) -> None:
+    db = tmp_path / "two.db"
+    tickwheel_factory.start(db)
+    second = tickwheel_factory.start(db)
+    assert wait_for(lambda: "another Tickwheel process" in second.log.read_text(), timeout=5)
+    assert f"is running on {db}" in second.log.read_text()
 
 
 def test_task_whose_worker_died_mid_run_is_retried_after_its_lease_expires(

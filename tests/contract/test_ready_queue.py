@@ -522,3 +522,30 @@ async def test_oldest_release_counts_staged_heads(ready_queue: ReadyQueue) -> No
     future = wall_ms() + 60_000
     await ready_queue.stage([due_at(future + 5, queue="a"), due_at(future, queue="a")])
     assert await ready_queue.oldest_release(["a"]) == {"a": future}
+
+
+# --- loss ---------------------------------------------------------------------
+
+
+async def test_a_queue_that_kept_its_items_was_not_wiped(handles: Handles) -> None:
+    one, other = handles(), handles()
+    assert not await one.wiped()  # the first call notes what the queue holds
+    await one.push([item()])
+    assert not await one.wiped()
+    assert not await other.wiped()
+    assert not await one.wiped()
+
+
+async def test_every_handle_learns_once_that_redis_lost_the_queue() -> None:
+    async with redis_queue(services.require("redis")) as handles:
+        one, other = handles(), handles()
+        assert not await one.wiped()
+        assert not await other.wiped()
+        await one.push([item()])
+        assert isinstance(one, RedisReadyQueue)
+        await one.clear()  # as a Redis restarted empty would
+
+        assert await other.wiped()  # it set a new marker: the first handle sees it too
+        assert await one.wiped()
+        assert not await one.wiped()
+        assert not await other.wiped()

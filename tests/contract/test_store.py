@@ -1136,6 +1136,50 @@ async def test_nodes_alive_are_those_whose_heartbeat_has_not_lapsed(store: Store
     assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["b"]
 
 
+async def test_one_renewal_records_watermarks_gives_back_and_takes(store: Store) -> None:
+    held = await store.acquire("a", [0, 1, 2], ttl_ms=LONG_TTL)
+    before = await store.watermarks()
+    marks = {0: (held[0], T0), 1: (held[1] + 1, T0), 2: (held[2], T0)}
+
+    renewal = await store.renew("a", marks, [0, 1, 3], ttl_ms=LONG_TTL, beat=False)
+
+    # 0 renewed with its epoch; 1's stale epoch wrote no watermark, yet a holds it
+    # still (it was ours); 2 given back; 3 taken under a new epoch.
+    assert renewal.held == {0: held[0], 1: held[1], 3: renewal.held[3]}
+    assert renewal.alive == []
+    marks_now = await store.watermarks()
+    assert (marks_now[0], marks_now[1], marks_now[2]) == (T0, before[1], T0)
+    taken = await store.acquire("b", [2, 3], ttl_ms=LONG_TTL)
+    assert list(taken) == [2]
+    assert taken[2] > held[2]
+
+
+async def test_a_renewal_after_the_lease_lapsed_comes_back_under_a_new_epoch(store: Store) -> None:
+    held = await store.acquire("a", [0, 1], ttl_ms=200)
+    await asyncio.sleep(0.3)
+    assert list(await store.acquire("b", [1], ttl_ms=LONG_TTL)) == [1]
+    before = await store.watermarks()
+
+    marks = {p: (held[p], T0) for p in held}
+    renewal = await store.renew("a", marks, [0, 1], ttl_ms=LONG_TTL, beat=False)
+
+    assert list(renewal.held) == [0]
+    assert renewal.held[0] > held[0]  # lapsed: re-owned, not renewed
+    assert await store.watermarks() == before
+
+
+async def test_a_renewal_with_a_heartbeat_answers_the_nodes_alive(store: Store) -> None:
+    await store.heartbeat("b", ttl_ms=LONG_TTL)
+    await store.heartbeat("c", ttl_ms=200)
+    await asyncio.sleep(0.3)
+
+    renewal = await store.renew("a", {}, [0], ttl_ms=LONG_TTL, beat=True)
+
+    assert renewal.alive == ["a", "b"]
+    assert list(renewal.held) == [0]
+    assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["a", "b"]
+
+
 # -- durability --------------------------------------------------------------
 
 

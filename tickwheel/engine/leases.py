@@ -6,7 +6,19 @@ partition's trigger watermark, fenced by the epoch, so a node whose lease was ta
 over learns it on its next write and stops triggering that partition at once; until
 then, the cron advances it makes for the partition present the epoch (`fence`) and are
 refused. If a renewal cannot reach the store, the node stops triggering before its
-leases could have expired, since another node may take them then.
+leases could have expired (less a tenth of the lease), since another node may take
+them then.
+
+A renewal is one round trip (`LeaseStore.renew`: watermarks, give-backs, renewals and
+the heartbeat in one statement, on PostgreSQL on a connection of its own so that a busy
+pool never delays it), and a second only when the nodes alive changed this node's
+share. It runs every third of the lease and may take until the leases are about to
+lapse: over a far link (100 ms a round trip) triggering goes on, a little late, instead
+of stopping because ~16 sequential round trips overran a fixed third of the lease.
+
+A store in a file on this host (SQLite) also takes an OS lock for the process's life
+(`HostLockedStore`): a process restarted after kill -9 finds the lock free, so the
+dead holder's leases are freed at once instead of lapsing (see sqlite/holder.py).
 
 With several scheduler nodes (`balance`), each heartbeats in the store and wants the
 partitions that rendezvous hashing gives it among the nodes alive: every node computes
@@ -21,12 +33,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Mapping, Sequence
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.metrics.recorder import Recorder
-from tickwheel.storage.base import Fence, LeaseStore
+from tickwheel.storage.base import Fence, HostLockedStore, LeaseStore
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
@@ -54,27 +66,42 @@ class PartitionLeases:
         self._valid_until = 0
         self._balance = balance
         self._changed = asyncio.Event()
+        self._host_locked = False  # holds the store's host lock (an SQLite file's)
+        self._alive: list[str] = []  # the scheduler nodes alive at the last heartbeat
+        # Triggering stops this long before the leases could lapse unrenewed.
+        self._margin_ms = self._ttl_ms // 10
 
-    async def wanted(self) -> Collection[int]:
-        """Every partition when alone (embedded mode), else this node's fair share."""
-        count = await self._store.partitions()
+    def _share(self, count: int) -> set[int]:
+        """Every partition when alone (embedded mode), else this node's fair share among
+        the nodes alive at the last heartbeat (before the first: what it holds)."""
         if not self._balance:
-            return range(count)
-        alive = await self._store.heartbeat(self.node_id, ttl_ms=self._ttl_ms)
-        return fair_share(self.node_id, alive, count)
+            return set(range(count))
+        if not self._alive:
+            return set(self.held)
+        return fair_share(self.node_id, self._alive, count)
 
     async def run(self) -> None:
         interval = self._ttl_ms / 3000
         while True:
+            deadline = self._deadline_seconds()
             try:
-                async with asyncio.timeout(interval):
+                async with asyncio.timeout(deadline):
                     got = await self._renew_leases()
                 await self._apply(got)
+            except TimeoutError:
+                log.warning("renewing partition leases took longer than %.2f s", deadline)
             except Exception:
                 log.exception("renewing partition leases failed")
             self._drop_if_lapsed()
             await wait_event(self._changed, interval)
             self._changed.clear()
+
+    def _deadline_seconds(self) -> float:
+        """A renewal may take until the leases held are about to lapse: a slow link makes
+        it slow, not fail. With nothing held, it may take most of a lease."""
+        if not self.held:
+            return (self._ttl_ms - self._margin_ms) / 1000
+        return max(0, self._valid_until - self._margin_ms - self._clock.now_ms()) / 1000
 
     def fence(self, partition: int) -> Fence | None:
         """The lease this node believes it holds on `partition`, for a write made for the
@@ -90,20 +117,40 @@ class PartitionLeases:
         await self._apply(await self._renew_leases())
 
     async def _renew_leases(self) -> dict[int, int]:
+        """One round trip to the store: watermarks, give-backs, renewals and the
+        heartbeat at once. A second only when the nodes alive changed our share."""
         started = self._clock.now_ms()
-        marks = {p: (epoch, self._trigger.triggered_until) for p, epoch in self.held.items()}
-        lost = await self._store.set_watermarks(self.node_id, marks) if marks else set()
-        for partition in lost:
-            self._lose(partition)
-        wanted = set(await self.wanted())
-        unwanted = {p: epoch for p, epoch in self.held.items() if p not in wanted}
-        if unwanted:  # another node's share now: stop, then let it take them at once
-            for partition in unwanted:
-                self._lose(partition)
-            await self._store.release(self.node_id, unwanted)
-        got = await self._store.acquire(self.node_id, wanted, ttl_ms=self._ttl_ms)
+        if isinstance(self._store, HostLockedStore) and not self._host_locked:
+            self._host_locked = await self._store.hold_lock(self.node_id)
+        count = await self._store.partitions()
+        wanted = self._share(count)
+        held = self._give_up(wanted, self.held)
+        renewal = await self._store.renew(
+            self.node_id, held, wanted, ttl_ms=self._ttl_ms, beat=self._balance
+        )
+        got = renewal.held
+        if self._balance:
+            self._alive = renewal.alive
+            share = fair_share(self.node_id, renewal.alive, count)
+            if share != wanted:  # a node joined or left: take or give back our share now
+                held = self._give_up(share, got)
+                got = (
+                    await self._store.renew(
+                        self.node_id, held, share, ttl_ms=self._ttl_ms, beat=False
+                    )
+                ).held
         self._valid_until = started + self._ttl_ms
         return got
+
+    def _give_up(self, wanted: set[int], held: Mapping[int, int]) -> dict[int, tuple[int, int]]:
+        """Stop triggering the partitions of `held` not `wanted` (the renewal then gives
+        them back, so another node takes them at once), and return the watermarks to
+        record for `held`: the trigger's for those triggered here under that epoch."""
+        mark = self._trigger.triggered_until
+        marks = {p: (e, mark if self.held.get(p) == e else 0) for p, e in held.items()}
+        for partition in set(held) - wanted:
+            self._lose(partition)
+        return marks
 
     async def _apply(self, got: dict[int, int]) -> None:
         for partition in set(self.held) - set(got):
@@ -117,7 +164,7 @@ class PartitionLeases:
 
     def _drop_if_lapsed(self) -> None:
         """Stop triggering everything once our leases may have lapsed unrenewed."""
-        if self.held and self._clock.now_ms() >= self._valid_until:
+        if self.held and self._clock.now_ms() >= self._valid_until - self._margin_ms:
             log.error("partition leases could not be renewed in time: stopping triggers")
             for partition in list(self.held):
                 self._lose(partition)

@@ -252,6 +252,7 @@ class Node:
                 trigger=self.trigger,
                 clock=self.clock,
                 oldest_release=self.queue.oldest_release,
+                wiped=self.queue.wiped,
                 grace_seconds=self.settings.reconcile_after_seconds,
                 interval_seconds=min(5.0, self.settings.reconcile_after_seconds / 2),
             )

@@ -13,6 +13,13 @@ work. The evidence is the queue's oldest release still waiting: everything relea
 before it has left the queue, and a task is released at or after its due time, so a
 task due more than a grace period before that oldest release cannot still be queued.
 A task released twice still runs once: the claim is a compare-and-set.
+
+When the queue can tell that it lost everything (Redis restarted empty: its
+incarnation marker is gone), no grace period is needed: twice a second the reconciler
+asks, and on a loss it releases again at once every pending task of the owned
+partitions that the trigger engine had already handed over (due up to its watermark
+plus the staging window), so tasks due meanwhile start within moments of the queue
+coming back instead of a grace period later.
 """
 
 from __future__ import annotations
@@ -37,26 +44,70 @@ class Reconciler:
         trigger: TriggerEngine,
         clock: Clock,
         oldest_release: Callable[[Collection[str]], Awaitable[dict[str, int]]],
+        wiped: Callable[[], Awaitable[bool]],
         grace_seconds: float = 30.0,
         interval_seconds: float = 5.0,
+        watch_seconds: float = 0.5,
         batch: int = 10_000,
     ) -> None:
         self._store = store
         self._trigger = trigger
         self._clock = clock
         self._oldest_release = oldest_release
+        self._wiped = wiped
+        self._watch_seconds = watch_seconds
+        self._queue_unreachable = False
         self._grace_ms = round(grace_seconds * 1000)
         self._interval = interval_seconds
         self._batch = batch
         self._released: dict[int, int] = {}  # seq -> when this reconciler released it
 
     async def run(self) -> None:
+        await asyncio.gather(self._watch(), self._reconcile())
+
+    async def _reconcile(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
             try:
                 await self.reconcile_once()
             except Exception:
                 log.exception("reconciling overdue tasks failed")
+
+    async def _watch(self) -> None:
+        while True:
+            try:
+                wiped = await self._wiped()
+            except Exception as error:  # the queue is down: the trigger says so already
+                if not self._queue_unreachable:
+                    log.warning("cannot tell whether the ready queue kept its tasks: %s", error)
+                self._queue_unreachable = True
+            else:
+                self._queue_unreachable = False
+                if wiped:
+                    try:
+                        await self.release_wiped()
+                    except Exception:
+                        log.exception("releasing again what the ready queue lost failed")
+            await asyncio.sleep(self._watch_seconds)
+
+    async def release_wiped(self) -> int:
+        """The queue lost what it held: release again every pending task of the owned
+        partitions already handed to it, oldest first and a bounded batch (a longer
+        backlog is left to the grace period)."""
+        partitions = self._trigger.partitions
+        if not partitions:
+            return 0
+        now = self._clock.now_ms()
+        handed = await self._store.overdue(
+            partitions, due_before=self._trigger.handed_until + 1, limit=self._batch
+        )
+        # Cron instances wait on the trigger engine until due: not in the queue yet.
+        again = [e for e in handed if not (e.is_cron and e.due_ms > now)]
+        for entry in again:
+            self._released[entry.seq] = now
+        log.warning("the ready queue lost its tasks: releasing %d again at once", len(again))
+        self._trigger.offer(again)
+        return len(again)
 
     async def reconcile_once(self) -> int:
         partitions = self._trigger.partitions

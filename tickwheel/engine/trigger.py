@@ -85,6 +85,12 @@ class TriggerEngine:
     def partitions(self) -> frozenset[int]:
         return frozenset(self._wheels)
 
+    @property
+    def handed_until(self) -> int:
+        """Every task due up to this time has left the wheels for the ready queue
+        (released, or staged ahead of its due time), cron instances due later aside."""
+        return self.triggered_until + self._stage_ahead_ms
+
     async def start(self) -> None:
         self._mark_seen = await self._store.max_mark()
 

@@ -61,4 +61,9 @@ class ReadyQueue(Protocol):
         the heads of its lanes: everything released before it has left the queue."""
         ...
 
+    async def wiped(self) -> bool:
+        """Whether the queue lost what it held since the last call (its server restarted
+        empty, or its keys were deleted); the first call only notes what it holds now."""
+        ...
+
     async def close(self) -> None: ...

@@ -134,6 +134,9 @@ class MemoryReadyQueue:
         depth.update({name: _count(lanes) for name, lanes in self._staged.items()})
         return {name: count for name, count in depth.items() if count or name in self._queues}
 
+    async def wiped(self) -> bool:
+        return False  # it lives and dies with this process
+
     async def oldest_release(self, queues: Collection[str]) -> dict[str, int]:
         oldest: dict[str, int] = {}
         for name in queues:

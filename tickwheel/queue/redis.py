@@ -12,6 +12,8 @@ Key layout, under a configurable prefix P (default "tickwheel:"):
     P staged:<queue>           zset     the priorities of the queue's non-empty stages
     P depth                    hash     queue -> items waiting (staged ones included)
     P wake                     channel  a push publishes the name of each queue it filled
+    P incarnation              string   a token set when found missing: a token other
+                                        than the one last seen means the data was lost
 
 Why lanes rather than one sorted set per queue scored by (priority, sequence): the
 trigger engine pushes in due order, so a FIFO lane keeps due order within a priority
@@ -46,7 +48,9 @@ other nodes' whenever this handle next touches that queue.
 
 The scripts build lane keys from data (the priorities), so this needs one Redis node,
 not a Redis Cluster. Redis holds no truth: a wiped Redis only delays tasks, because
-the engine re-queues them from the store.
+the engine re-queues them from the store. It does so at once: `wiped()` (asked twice a
+second by each scheduler) sees the incarnation token gone or replaced by another
+node's, and the scheduler releases again what it had handed over.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, NamedTuple, cast
@@ -179,6 +184,15 @@ if #queues > 0 then depths = redis.call('HMGET', prefix .. 'depth', unpack(queue
 return {popped, depths, (next_due < 0) and -1 or math.max(0, next_due - now)}
 """
 
+# ARGV: prefix, a new token. The queue's incarnation, set to the token if missing.
+_INCARNATION = """
+local key = ARGV[1] .. 'incarnation'
+local found = redis.call('GET', key)
+if found then return found end
+redis.call('SET', key, ARGV[2])
+return ARGV[2]
+"""
+
 # ARGV: prefix, queue names. Per queue, the heads of its non-empty lanes and stages
 # (packed items).
 _HEADS = """
@@ -233,6 +247,8 @@ class RedisReadyQueue:
         self._push_script = client.register_script(_PUSH)
         self._pop_script = client.register_script(_POP)
         self._heads_script = client.register_script(_HEADS)
+        self._incarnation_script = client.register_script(_INCARNATION)
+        self._incarnation: bytes | None = None
         self._depth: dict[str, int] = {}
         self.stage_ahead_ms = stage_ahead_ms
         self._waiting: dict[str, set[asyncio.Event]] = {}
@@ -264,6 +280,12 @@ class RedisReadyQueue:
 
     def depth(self) -> dict[str, int]:
         return dict(self._depth)
+
+    async def wiped(self) -> bool:
+        found = await self._incarnation_script(args=[self._prefix, uuid.uuid4().hex])
+        lost = self._incarnation is not None and found != self._incarnation
+        self._incarnation = found
+        return lost
 
     async def oldest_release(self, queues: Collection[str]) -> dict[str, int]:
         names = list(dict.fromkeys(queues))

@@ -80,6 +80,11 @@ class LeaseHolder(NamedTuple):
     expires_ms: int
 
 
+class Renewal(NamedTuple):
+    held: dict[int, int]  # partition -> epoch, of those held now
+    alive: list[str]  # the scheduler nodes alive, sorted; empty unless it heartbeats
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerBeat:
     """What a worker says of itself when it reports alive."""
@@ -360,6 +365,23 @@ class LeaseStore(Protocol):
         Returns the partitions whose lease is lost."""
         ...
 
+    async def renew(
+        self,
+        node_id: str,
+        marks: Mapping[int, tuple[int, int]],
+        wanted: Collection[int],
+        *,
+        ttl_ms: int,
+        beat: bool,
+    ) -> Renewal:
+        """A scheduler's renewal in one step (one round trip to a far store): record
+        the watermarks of `marks` (partition -> (epoch, watermark)) fenced by epoch,
+        give back those of `marks` not `wanted`, and take or renew the leases on
+        `wanted` that are free, expired or ours, for `ttl_ms`. A partition of `marks`
+        lost meanwhile comes back under a new epoch, or not at all. With `beat`, also
+        heartbeat the node as `heartbeat` does and return the nodes alive."""
+        ...
+
     async def watermarks(self) -> dict[int, int]: ...
 
     async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
@@ -414,6 +436,19 @@ class TokenStore(Protocol):
 
     async def active_tokens(self) -> dict[str, frozenset[str]]:
         """Hash -> scopes of every token not revoked."""
+        ...
+
+
+@runtime_checkable
+class HostLockedStore(Protocol):
+    """A store in a file on this host (SQLite), whose scheduling processes hold an OS
+    lock on it for their life: a dead holder is recognised at once, not when its
+    partition leases lapse."""
+
+    async def hold_lock(self, node_id: str) -> bool:
+        """Hold the file's lock until `close` if it is free: then the process that held
+        it before is gone, and its partition leases are freed at once. False while
+        another live process holds it (said once in the log)."""
         ...
 
 

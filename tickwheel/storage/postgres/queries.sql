@@ -340,6 +340,62 @@ FROM unnest($2::int[], $3::bigint[], $4::bigint[]) AS w (wpartition, wepoch, mar
 WHERE partition = w.wpartition AND owner = $1 AND epoch = w.wepoch AND expires_at >= $5
 RETURNING partition;
 
+-- name: renew_leases
+-- A scheduler's whole renewal in one statement (one round trip to a far store): per
+-- partition of $3, with the epoch it is held under ($4, NULL if not held), its
+-- watermark ($5) and whether it is still wanted ($6): record the watermark if the
+-- lease is still ours under that epoch; give back what is no longer wanted; take or
+-- renew what is wanted and free, expired or ours (a new epoch unless it was ours and
+-- unexpired). With $7, heartbeat node $1 too and answer the other nodes alive. Every
+-- part reads the rows as they were before the statement, as separate statements
+-- would. A release, or a node joining, notifies channel $8 so others move at once.
+WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),
+r AS (
+    SELECT * FROM unnest($3::int[], $4::bigint[], $5::bigint[], $6::bool[])
+        AS r (partition, epoch, mark, wanted)
+),
+changed AS (
+    UPDATE partition_leases AS l
+    SET watermark = CASE WHEN l.owner = $1 AND l.epoch = r.epoch AND l.expires_at >= now.ms
+                         THEN GREATEST(l.watermark, r.mark) ELSE l.watermark END,
+        epoch = CASE WHEN NOT r.wanted OR (l.owner = $1 AND l.expires_at >= now.ms)
+                     THEN l.epoch ELSE l.epoch + 1 END,
+        owner = CASE WHEN r.wanted THEN $1 END,
+        expires_at = CASE WHEN r.wanted THEN now.ms + $2::bigint ELSE 0 END
+    FROM r, now
+    WHERE l.partition = r.partition
+      AND CASE WHEN r.wanted THEN l.owner = $1 OR l.owner IS NULL OR l.expires_at < now.ms
+               ELSE l.owner = $1 AND l.epoch = r.epoch END
+    RETURNING l.partition, l.epoch, r.wanted
+),
+joins AS (
+    SELECT $7::bool AND NOT EXISTS (
+        SELECT 1 FROM scheduler_nodes, now WHERE node_id = $1 AND expires_at >= now.ms
+    ) AS joining
+),
+beat AS (
+    INSERT INTO scheduler_nodes (node_id, expires_at)
+    SELECT $1, now.ms + $2::bigint FROM now WHERE $7::bool
+    ON CONFLICT (node_id) DO UPDATE SET expires_at = excluded.expires_at
+),
+forgotten AS (
+    DELETE FROM scheduler_nodes
+    WHERE $7::bool AND node_id <> $1 AND expires_at < (SELECT ms FROM now) - 3600000
+)
+SELECT
+    ARRAY(SELECT partition FROM changed WHERE wanted ORDER BY partition) AS partitions,
+    ARRAY(SELECT epoch FROM changed WHERE wanted ORDER BY partition) AS epochs,
+    ARRAY(
+        SELECT node_id FROM scheduler_nodes, now
+        WHERE $7::bool AND node_id <> $1 AND expires_at >= now.ms ORDER BY node_id
+    ) AS others,
+    (
+        SELECT count(*) FROM (
+            SELECT pg_notify($8, '') FROM joins
+            WHERE joining OR EXISTS (SELECT 1 FROM changed WHERE NOT wanted)
+        ) AS n
+    ) AS notified;
+
 -- name: count_by_status
 -- Per stored status, then the pending tasks due by their partition's watermark (from
 -- the partial index on pending tasks): the caller derives `ready` from those.

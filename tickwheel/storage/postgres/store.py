@@ -44,6 +44,7 @@ from tickwheel.storage.base import (
     News,
     Page,
     Propagated,
+    Renewal,
     SchedulerNode,
     ScheduleSummary,
     TaskFilter,
@@ -101,6 +102,8 @@ class PostgresStore:
         self._migrate = migrate
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
+        # Lease renewals have a connection of their own: a busy pool never delays them.
+        self._lease_db: asyncpg.Connection | None = None
         self._on_news: Callable[[News], None] = lambda news: None
         self._relistening: asyncio.Task[None] | None = None
         self._closing = False
@@ -145,6 +148,9 @@ class PostgresStore:
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
+        if self._lease_db is not None:
+            self._lease_db.terminate()
+            self._lease_db = None
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -520,6 +526,53 @@ class PostgresStore:
             return set(parts) - {r[0] for r in found}
 
         return await self._transaction(work)
+
+    async def renew(
+        self,
+        node_id: str,
+        marks: Mapping[int, tuple[int, int]],
+        wanted: Collection[int],
+        *,
+        ttl_ms: int,
+        beat: bool,
+    ) -> Renewal:
+        want = set(wanted)
+        parts = sorted(want | set(marks))
+        args = (
+            node_id,
+            ttl_ms,
+            parts,
+            [marks[p][0] if p in marks else None for p in parts],
+            [marks[p][1] if p in marks else None for p in parts],
+            [p in want for p in parts],
+            beat,
+            News.PARTITIONS.value,
+        )
+        row = await self._lease_fetchrow("renew_leases", *args)
+        held = dict(zip(row["partitions"], row["epochs"], strict=True))
+        return Renewal(held, sorted([*row["others"], node_id]) if beat else [])
+
+    async def _lease_fetchrow(self, name: str, *args: Any) -> asyncpg.Record:
+        """Run one statement on the lease renewals' own connection, opened on first use
+        and again after any failure or cancellation (its state is unknown then)."""
+        try:
+            if self._lease_db is None:
+                settings = {"search_path": self._schema} if self._schema else {}
+                self._lease_db = await asyncpg.connect(
+                    self.url, server_settings=settings, command_timeout=COMMAND_TIMEOUT_SECONDS
+                )
+            row = await self._lease_db.fetchrow(q(name), *args)
+            assert row is not None
+            return row
+        except BaseException as error:
+            if self._lease_db is not None:
+                self._lease_db.terminate()
+                self._lease_db = None
+            if isinstance(
+                error, OSError | asyncpg.PostgresConnectionError | asyncpg.InterfaceError
+            ):
+                raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
+            raise
 
     async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
         async def work(db: Db) -> list[str]:

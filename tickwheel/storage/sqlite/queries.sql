@@ -308,6 +308,10 @@ RETURNING partition, epoch;
 UPDATE partition_leases SET owner = NULL, expires_at = 0
 WHERE partition = ? AND owner = ? AND epoch = ?;
 
+-- name: release_dead_holder
+-- Every lease of a node whose process is known to be gone (see holder.py).
+UPDATE partition_leases SET owner = NULL, expires_at = 0 WHERE owner = ?;
+
 -- name: set_watermark
 UPDATE partition_leases SET watermark = MAX(watermark, :watermark)
 WHERE partition = :partition AND owner = :node AND epoch = :epoch AND expires_at >= :now;

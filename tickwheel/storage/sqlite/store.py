@@ -7,6 +7,7 @@ another so that API reads never wait behind a write batch.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections import Counter
@@ -34,6 +35,7 @@ from tickwheel.storage.base import (
     News,
     Page,
     Propagated,
+    Renewal,
     SchedulerNode,
     ScheduleSummary,
     TaskFilter,
@@ -57,7 +59,10 @@ from tickwheel.storage.plans import (
     still_held,
 )
 from tickwheel.storage.sqlite.connection import Connection, migrate
+from tickwheel.storage.sqlite.holder import HolderLock
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
+
+log = logging.getLogger(__name__)
 
 DB_NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 NEVER = 2**62
@@ -70,6 +75,8 @@ class SqliteStore:
         self._writer = Connection(path, name="writer")
         self._reader = Connection(path, name="reader")
         self._partitions = partitions
+        self._holder = HolderLock(path)
+        self._told_held = False
 
     async def open(self) -> None:
         await self._writer.open()
@@ -92,6 +99,7 @@ class SqliteStore:
     async def close(self) -> None:
         await self._reader.close()
         await self._writer.close()
+        self._holder.release()
 
     # -- tasks ---------------------------------------------------------------
 
@@ -454,6 +462,67 @@ class SqliteStore:
             return lost
 
         return await self._writer.transaction(work, acknowledged=False)
+
+    async def renew(
+        self,
+        node_id: str,
+        marks: Mapping[int, tuple[int, int]],
+        wanted: Collection[int],
+        *,
+        ttl_ms: int,
+        beat: bool,
+    ) -> Renewal:
+        """The statements `set_watermarks`, `release`, `acquire` and `heartbeat` run,
+        in one transaction: the file is on this host, so their count costs little."""
+        want = set(wanted)
+
+        def work(db: sqlite3.Connection) -> Renewal:
+            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+            params = {"node": node_id, "now": now, "ttl": ttl_ms}
+            for partition, (epoch, mark) in marks.items():
+                fence = {**params, "partition": partition, "epoch": epoch, "watermark": mark}
+                db.execute(q("set_watermark"), fence)
+            gone = [(p, node_id, epoch) for p, (epoch, _) in marks.items() if p not in want]
+            db.executemany(q("release_lease"), gone)
+            taken = {**params, "wanted": json.dumps(sorted(want))}
+            held = dict(db.execute(q("acquire_leases"), taken).fetchall())
+            if not beat:
+                return Renewal(held, [])
+            db.execute(q("node_heartbeat"), params)
+            db.execute(q("forget_dead_nodes"), params)
+            return Renewal(held, [r[0] for r in db.execute(q("live_nodes"), params)])
+
+        return await self._writer.transaction(work, acknowledged=False)
+
+    async def hold_lock(self, node_id: str) -> bool:
+        if self._holder.held or self.path == ":memory:":
+            return True
+        try:
+            previous = self._holder.take(node_id)
+        except BlockingIOError:
+            if not self._told_held:
+                self._told_held = True
+                log.warning(
+                    "another Tickwheel process (pid and node: %s) is running on %s: it holds"
+                    " the partitions; this one takes them when it stops or dies",
+                    self._holder.holder(),
+                    self.path,
+                )
+            return False
+        if previous:
+            freed = await self._writer.transaction(
+                lambda db: db.execute(q("release_dead_holder"), (previous,)).rowcount,
+                acknowledged=False,
+            )
+            if freed:
+                log.warning(
+                    "the process that held %s before (node %s) is gone: its %d partitions"
+                    " are taken at once",
+                    self.path,
+                    previous,
+                    freed,
+                )
+        return True
 
     async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
         def work(db: sqlite3.Connection) -> list[str]:
