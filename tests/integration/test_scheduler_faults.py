@@ -4,31 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
-from acceptance.proxy import Proxy
+from proxy import Proxy
+from servers import PrivateRedis
 from services import require
 
 from tickwheel import App, TaskContext
 from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
 from tickwheel.models import Status
-
-
-def through(url: str, proxy: Proxy) -> str:
-    """`url` with its host and port replaced by the proxy's."""
-    parts = urlsplit(url)
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{proxy.port}"))
 
 
 def proxy_to(url: str, default_port: int) -> Proxy:
@@ -64,8 +53,8 @@ async def test_fifty_ms_each_way_slows_triggering_but_never_stops_it(
         proxy_to(require("redis"), 6379) as to_redis,
     ):
         settings = Settings(
-            database_url=through(database_url, to_pg),
-            redis_url=through(require("redis"), to_redis),
+            database_url=to_pg.url_for(database_url),
+            redis_url=to_redis.url_for(require("redis")),
             redis_prefix=redis_prefix,
             partitions=16,
             partition_lease_seconds=3,
@@ -91,55 +80,6 @@ async def test_fifty_ms_each_way_slows_triggering_but_never_stops_it(
     assert sorted(ran) == list(due)
     late = {i: round(ran[i] - due[i], 2) for i in due}
     assert max(late.values()) < 2.0, late
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, on a free port in a temporary folder, that
-    keeps nothing on disk: restarting it empties it. The machine's Redis is untouched."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [
-            *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no", "--dir", str(self.folder)),
-            *("--daemonize", "no"),
-        ]
-        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), 0.2) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError("the private redis-server did not start")
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.wait(10)
-            self._process = None
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("!!! no redis-server on PATH: the Redis restart tests did NOT run !!!")
-    server = PrivateRedis(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_tasks_due_while_redis_came_back_empty_start_at_once(
