@@ -66,6 +66,7 @@ from tickwheel.storage.plans import (
     row_marks,
     still_held,
 )
+from tickwheel.storage.postgres.failures import Phase, classify, connection_failed
 from tickwheel.storage.postgres.statistics import InsertStatistics
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 NEVER = 2**62
 MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
 DEADLOCK_RETRIES = 5
+UNAVAILABLE_RETRIES = 1  # work that failed before COMMIT runs again on a fresh connection
 COMMAND_TIMEOUT_SECONDS = 60.0
 _Q = load(__package__ or "tickwheel.storage.postgres")
 
@@ -91,8 +93,12 @@ class PostgresStore:
         schema: str | None = None,
         pool_size: int = 10,
         migrate: bool = True,
+        application_name: str = "tickwheel",
+        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
     ) -> None:
         self.url = url
+        self._application_name = application_name[:63]  # PostgreSQL keeps 63 bytes
+        self._on_failure = on_failure
         self._schema = schema
         self._wanted_partitions = partitions
         self._partitions = partitions
@@ -105,8 +111,16 @@ class PostgresStore:
         self._closing = False
         self._statistics = InsertStatistics(self._analyze_tasks)
 
+    def _settings(self) -> dict[str, str]:
+        """Every connection names its process (`application_name`), so operators and
+        tests can find Tickwheel's connections in `pg_stat_activity`."""
+        settings = {"application_name": self._application_name}
+        if self._schema:
+            settings["search_path"] = self._schema
+        return settings
+
     async def open(self) -> None:
-        settings = {"search_path": self._schema} if self._schema else {}
+        settings = self._settings()
         # A statement that hangs (a half-open connection) fails instead of stalling a loop.
         self._pool = await asyncpg.create_pool(
             self.url,
@@ -152,23 +166,42 @@ class PostgresStore:
 
     async def _transaction(self, work: Callable[[Db], Awaitable[T]], *, atomic: bool = True) -> T:
         """Run `work` in one transaction; one that lost a deadlock (rolled back whole)
-        runs again. Work of one statement is atomic by itself (`atomic=False`): it
-        saves the round trips of BEGIN and COMMIT, which a far store makes dear."""
+        runs again, and so does one that lost its connection before COMMIT was sent (on
+        a fresh connection, once). Work of one statement is atomic by itself
+        (`atomic=False`): it saves the round trips of BEGIN and COMMIT, which a far store
+        makes dear. Store failures are raised as `StoreUnavailable` (see `failures`)."""
         assert self._pool is not None, "open() the store first"
-        for attempt in range(DEADLOCK_RETRIES):
+        deadlocks = unavailable = 0
+        while True:
+            phase = Phase.CONNECT
             try:
                 async with self._pool.acquire() as db:
-                    if not atomic:
-                        return await work(db)
-                    async with db.transaction():
-                        return await work(db)
+                    phase = Phase.WORK
+                    try:
+                        if not atomic:
+                            return await work(db)
+                        async with db.transaction():
+                            result = await work(db)
+                            phase = Phase.COMMIT  # leaving the block sends COMMIT
+                        return result
+                    except BaseException as error:
+                        if connection_failed(error):
+                            db.terminate()  # never back to the pool half way
+                        raise
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
-                if attempt == DEADLOCK_RETRIES - 1:
+                deadlocks += 1
+                if deadlocks == DEADLOCK_RETRIES:
                     raise
                 log.warning("a transaction lost a deadlock; running it again")
-            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as error:
-                raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
-        raise AssertionError("unreachable")
+            except Exception as error:
+                failure = classify(error, phase, atomic=atomic)
+                if failure is None:
+                    raise
+                if type(failure) is StoreUnavailable and unavailable < UNAVAILABLE_RETRIES:
+                    unavailable += 1
+                    continue
+                self._on_failure(failure)
+                raise failure from error
 
     async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         return await self._transaction(lambda db: db.fetch(q(name), *args), atomic=False)
@@ -372,8 +405,7 @@ class PostgresStore:
         def deliver(_: object, __: int, channel: str, ___: object) -> None:
             self._on_news(News(channel))
 
-        settings = {"search_path": self._schema} if self._schema else {}
-        self._listener = await asyncpg.connect(self.url, server_settings=settings)
+        self._listener = await asyncpg.connect(self.url, server_settings=self._settings())
         for news in News:
             await self._listener.add_listener(news.value, deliver)
         self._listener.add_termination_listener(lambda _: self._relisten())

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tickwheel.errors import StoreUnavailable
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -63,11 +64,17 @@ NEVER = 2**62
 
 
 class SqliteStore:
-    def __init__(self, path: str, *, partitions: int = 16) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        partitions: int = 16,
+        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+    ) -> None:
         self.path = path
         self._wanted_partitions = partitions
-        self._writer = Connection(path, name="writer")
-        self._reader = Connection(path, name="reader")
+        self._writer = Connection(path, name="writer", on_failure=on_failure)
+        self._reader = Connection(path, name="reader", on_failure=on_failure)
         self._partitions = partitions
 
     async def open(self) -> None:
