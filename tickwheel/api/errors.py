@@ -1,4 +1,12 @@
-"""Maps errors to HTTP answers: 4xx JSON naming the field at fault, never a bare 500."""
+"""Maps errors to HTTP answers: 4xx JSON naming the field at fault, never a bare 500.
+
+A store that fails answers `503` with `Retry-After` and an `error` naming the cause
+(`store_unavailable`, `storage_full`, `outcome_unknown`). Such answers go through
+Starlette's exception middleware, like a 4xx: the connection stays open and nothing is
+logged per request (the store's `StoreHealth` tallies its failures). Only an error no
+handler knows reaches the catch-all, whose answer uvicorn follows by closing the
+connection and logging the traceback.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ from tickwheel.errors import (
     InvalidRequest,
     Overloaded,
     StaleFence,
+    StoreUnavailable,
     TaskNotFound,
     TickwheelError,
 )
@@ -104,6 +113,12 @@ async def _overloaded(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("overloaded", str(exc)), status_code=429, headers=headers)
 
 
+async def _store_failed(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StoreUnavailable)
+    headers = {"Retry-After": str(exc.retry_after_seconds)}
+    return JSONResponse(error_body(exc.code, str(exc)), status_code=503, headers=headers)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     status = 503 if isinstance(exc, TickwheelError | OSError) else 500
@@ -118,5 +133,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(StaleFence, _conflict)
     app.add_exception_handler(Overloaded, _overloaded)
+    app.add_exception_handler(StoreUnavailable, _store_failed)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)

@@ -58,6 +58,7 @@ from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, RangedTaskStore, Store
 from tickwheel.storage.factory import open_store
+from tickwheel.storage.health import StoreHealth
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.http_policy import HttpPolicy
@@ -97,6 +98,7 @@ class Node:
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Recorder(self.clock)
+        self.store_health = StoreHealth()
         self._timekeeper: Timekeeper | None = None
 
     async def start(self) -> None:
@@ -104,7 +106,11 @@ class Node:
         fails, what was opened is closed again and the partitions taken are given back."""
         s = self.settings
         self.store: Store = await open_store(
-            s.database_url, partitions=s.partitions, migrate=s.migrate
+            s.database_url,
+            partitions=s.partitions,
+            migrate=s.migrate,
+            name=f"tickwheel-{self.node_id}",
+            on_failure=self.store_health.failed,
         )
         if isinstance(self.clock, ClusterClock):
             self._timekeeper = Timekeeper(self.clock, self.store.now_ms)
@@ -212,6 +218,7 @@ class Node:
             depth=self.queue.depth,
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
+            store_failing=self.store_health.failing,
         )
         self._start_metrics()
         if self._timekeeper is not None:
