@@ -10,6 +10,8 @@ connection and logging the traceback.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -17,12 +19,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickwheel.errors import (
     Conflict,
     IdempotencyConflict,
     InvalidBatch,
     InvalidRequest,
+    OutcomeUnknown,
     Overloaded,
     StaleFence,
     StoreUnavailable,
@@ -136,3 +140,40 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StoreUnavailable, _store_failed)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
+
+
+class AnswerWhenCancelled:
+    """A request cancelled before its answer began (the server's shutdown grace ran
+    out) is answered `503 outcome_unknown`: what it was doing may or may not have been
+    done. Without this, uvicorn answers a bare `500`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if started or task is None:
+                raise
+            task.uncancel()  # answered: the request ends here
+            error = OutcomeUnknown("the server is stopping: this may or may not have been done")
+            body = json.dumps(error_body(error.code, str(error))).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(error.retry_after_seconds).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})

@@ -328,16 +328,24 @@ class Node:
     def _local_watermark(self, partition: int) -> int | None:
         return self.trigger.triggered_until if partition in self.trigger.partitions else None
 
-    async def stop(self) -> None:
-        """Graceful: stop pulling, finish in-flight work within the grace period, give up
-        the partitions so another node can take them at once, close the store. Safe after
-        a start that failed half way."""
+    def interrupt(self) -> None:
+        """The grace is running out: fail the store work running now, so that whoever
+        waits on it learns what was stored (see `Store.interrupt`)."""
+        if hasattr(self, "store"):
+            self.store.interrupt()
+
+    async def stop(self, grace_seconds: float | None = None) -> None:
+        """Graceful: stop pulling, finish in-flight work within the grace period (the
+        node's, unless less is left), give up the partitions so another node can take
+        them at once, close the store. Safe after a start that failed half way."""
+        if grace_seconds is None:
+            grace_seconds = self.settings.shutdown_grace_seconds
         workers = [
             w
             for role, name in ((Role.SCHEDULER, "engine_worker"), (Role.WORKER, "worker"))
             if role in self.roles and (w := getattr(self, name, None)) is not None
         ]
-        await asyncio.gather(*(w.stop(self.settings.shutdown_grace_seconds) for w in workers))
+        await asyncio.gather(*(w.stop(grace_seconds) for w in workers))
         for loop in self._loops:
             loop.cancel()
         if self._loops:

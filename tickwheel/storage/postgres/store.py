@@ -21,9 +21,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from tickwheel.errors import (
-    StoreUnavailable,
-)
+from tickwheel.errors import OutcomeUnknown, StoreUnavailable
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -76,6 +74,7 @@ NEVER = 2**62
 MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
 DEADLOCK_RETRIES = 5
 UNAVAILABLE_RETRIES = 1  # work that failed before COMMIT runs again on a fresh connection
+CLOSE_TIMEOUT_SECONDS = 5.0
 COMMAND_TIMEOUT_SECONDS = 60.0
 _Q = load(__package__ or "tickwheel.storage.postgres")
 
@@ -110,6 +109,8 @@ class PostgresStore:
         self._relistening: asyncio.Task[None] | None = None
         self._closing = False
         self._statistics = InsertStatistics(self._analyze_tasks)
+        self._running: set[asyncio.Task[Any]] = set()  # tasks in `_transaction`
+        self._interrupted: set[asyncio.Task[Any]] = set()
 
     def _settings(self) -> dict[str, str]:
         """Every connection names its process (`application_name`), so operators and
@@ -159,8 +160,16 @@ class PostgresStore:
             await self._listener.close()
             self._listener = None
         if self._pool is not None:
-            await self._pool.close()
+            try:  # waits for every connection to be given back
+                await asyncio.wait_for(self._pool.close(), CLOSE_TIMEOUT_SECONDS)
+            except TimeoutError:
+                self._pool.terminate()
             self._pool = None
+
+    def interrupt(self) -> None:
+        for task in self._running:
+            self._interrupted.add(task)
+            task.cancel()
 
     # -- plumbing ------------------------------------------------------------
 
@@ -171,7 +180,21 @@ class PostgresStore:
         (`atomic=False`): it saves the round trips of BEGIN and COMMIT, which a far store
         makes dear. Store failures are raised as `StoreUnavailable` (see `failures`)."""
         assert self._pool is not None, "open() the store first"
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        try:
+            return await self._attempts(work, atomic=atomic)
+        finally:
+            self._running.discard(task)
+            if task in self._interrupted:  # the cancel was ours, and ended as a store error
+                self._interrupted.discard(task)
+                task.uncancel()
+
+    async def _attempts(self, work: Callable[[Db], Awaitable[T]], *, atomic: bool) -> T:
+        assert self._pool is not None
         deadlocks = unavailable = 0
+        task = asyncio.current_task()
         while True:
             phase = Phase.CONNECT
             try:
@@ -185,7 +208,7 @@ class PostgresStore:
                             phase = Phase.COMMIT  # leaving the block sends COMMIT
                         return result
                     except BaseException as error:
-                        if connection_failed(error):
+                        if connection_failed(error) or task in self._interrupted:
                             db.terminate()  # never back to the pool half way
                         raise
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
@@ -197,11 +220,16 @@ class PostgresStore:
                 failure = classify(error, phase, atomic=atomic)
                 if failure is None:
                     raise
-                if type(failure) is StoreUnavailable and unavailable < UNAVAILABLE_RETRIES:
+                again = type(failure) is StoreUnavailable and unavailable < UNAVAILABLE_RETRIES
+                if again and task not in self._interrupted:
                     unavailable += 1
                     continue
                 self._on_failure(failure)
                 raise failure from error
+            except asyncio.CancelledError:
+                if task in self._interrupted:
+                    raise _interrupted(phase, atomic=atomic) from None
+                raise
 
     async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         return await self._transaction(lambda db: db.fetch(q(name), *args), atomic=False)
@@ -590,6 +618,14 @@ class PostgresStore:
 
 
 # -- migrations ----------------------------------------------------------------
+
+
+def _interrupted(phase: Phase, *, atomic: bool) -> StoreUnavailable:
+    """What work interrupted in `phase` did: nothing before COMMIT was sent (the
+    connection is terminated, so the server rolls back); after, nobody knows."""
+    if phase is Phase.COMMIT or (phase is Phase.WORK and not atomic):
+        return OutcomeUnknown("the node is stopping: the change may or may not have been made")
+    return StoreUnavailable("the node is stopping: nothing was stored")
 
 
 def _migration_names() -> list[str]:

@@ -102,6 +102,12 @@ class Connection:
             self._on_failure(failure)
             raise failure from error
 
+    def interrupt(self) -> None:
+        """Make the statement running now fail ("interrupted"); its transaction is
+        rolled back. Safe from any thread."""
+        if self._db is not None:
+            self._db.interrupt()
+
     async def close(self) -> None:
         if self._db is not None:
             await self.run(lambda db: db.close())

@@ -95,6 +95,10 @@ class SqliteStore:
         )
         return count
 
+    def interrupt(self) -> None:
+        self._writer.interrupt()
+        self._reader.interrupt()
+
     async def close(self) -> None:
         await self._reader.close()
         await self._writer.close()
