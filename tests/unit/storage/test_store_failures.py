@@ -39,11 +39,11 @@ def test_a_connection_failure_before_commit_changed_nothing(error: Exception) ->
 
 @pytest.mark.parametrize("error", CONNECTION_ERRORS, ids=lambda e: type(e).__name__)
 def test_a_connection_failure_during_commit_leaves_the_outcome_unknown(error: Exception) -> None:
+    assert type(classify(error, Phase.COMMIT, atomic=True)) is OutcomeUnknown
+    # A statement without BEGIN commits by itself, unless it surely never left.
     client_side = isinstance(error, asyncpg.InterfaceError | pg.InternalClientError)
     refused = isinstance(error, ConnectionRefusedError)
     expected = StoreUnavailable if client_side or refused else OutcomeUnknown
-    assert type(classify(error, Phase.COMMIT, atomic=True)) is expected
-    # A statement without BEGIN commits by itself.
     assert type(classify(error, Phase.WORK, atomic=False)) is expected
 
 

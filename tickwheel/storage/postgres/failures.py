@@ -8,9 +8,9 @@ wrong. What it did depends on where the work stood:
 - before COMMIT was sent (connecting, BEGIN, the statements of a transaction), nothing
   was stored: the server rolls back a transaction whose connection is gone, so the
   work may run again on a fresh connection;
-- during COMMIT, or during a statement that commits by itself (work run without BEGIN),
-  the change may or may not have been made: the outcome is unknown, unless the failure
-  surely came before the statement reached the server.
+- during COMMIT, the change may or may not have been made: the outcome is unknown;
+- so too during a statement that commits by itself (work run without BEGIN), unless
+  the failure surely came before the statement reached the server.
 
 Any other error (a constraint, a deadlock, a bug) is the caller's to handle.
 """
@@ -64,8 +64,9 @@ def classify(error: BaseException, phase: Phase, *, atomic: bool) -> StoreUnavai
         return StorageFull(f"the PostgreSQL store's disk is full: {error}")
     if not connection_failed(error):
         return None
+    # A connection in a state the client cannot name during COMMIT may have sent it.
     sent = not isinstance(error, _NOT_SENT)
-    if sent and (phase is Phase.COMMIT or (phase is Phase.WORK and not atomic)):
+    if phase is Phase.COMMIT or (phase is Phase.WORK and not atomic and sent):
         return OutcomeUnknown(
             f"the PostgreSQL store failed while committing, so the change may or may not"
             f" have been made: {_describe(error)}"

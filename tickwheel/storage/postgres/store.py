@@ -10,6 +10,7 @@ clock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import Counter
@@ -209,7 +210,9 @@ class PostgresStore:
                         return result
                     except BaseException as error:
                         if connection_failed(error) or task in self._interrupted:
-                            db.terminate()  # never back to the pool half way
+                            # Never back to the pool half way (a lost one is gone already).
+                            with contextlib.suppress(asyncpg.InterfaceError):
+                                db.terminate()
                         raise
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 deadlocks += 1
