@@ -83,9 +83,10 @@ class Forbidden(TickwheelError):
 class ServerError(TickwheelError):
     """The server failed to do this; it may succeed if tried again later."""
 
-    def __init__(self, status: int, message: str | None = None) -> None:
+    def __init__(self, status: int, message: str | None = None, *, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.code = code  # the answer's `error`: "store_unavailable", "storage_full", ...
 
 
 class Unreachable(TickwheelError, ConnectionError):
@@ -93,7 +94,23 @@ class Unreachable(TickwheelError, ConnectionError):
 
 
 class StoreUnavailable(TickwheelError):
-    """The store cannot be reached."""
+    """The store cannot be reached; nothing was changed."""
+
+    code = "store_unavailable"  # the API's `error` for it, with a 503
+    retry_after_seconds = 1
+
+
+class StorageFull(StoreUnavailable):
+    """The store's disk is full; nothing was changed."""
+
+    code = "storage_full"
+    retry_after_seconds = 5
+
+
+class OutcomeUnknown(StoreUnavailable):
+    """The store failed while committing: the change may or may not have been made."""
+
+    code = "outcome_unknown"
 
 
 class PermanentFailure(TickwheelError):

@@ -28,11 +28,16 @@ BODY_OVERHEAD_BYTES = 64 * 1024
 
 
 def create_app(
-    node: Node, *, manage_node: bool = True, exiting: Callable[[], bool] = lambda: False
+    node: Node,
+    *,
+    manage_node: bool = True,
+    exiting: Callable[[], bool] = lambda: False,
+    grace_left: Callable[[], float | None] = lambda: None,
 ) -> ASGIApp:
     """The API for `node`; with `manage_node` the app starts and stops the node itself.
     `exiting` tells long-lived responses (the dashboard's streams) to end: the server
-    is shutting down."""
+    is shutting down; `grace_left`, what is left then of the shutdown grace (None: all
+    of it) for the node to stop in."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -42,7 +47,7 @@ def create_app(
             yield
         finally:
             if manage_node:
-                await node.stop()
+                await node.stop(grace_left())
 
     app = FastAPI(
         title="Tickwheel",
@@ -67,7 +72,7 @@ def create_app(
     app.include_router(dashboard_router)
     app.mount("/static", static_files(), name="static")
     bodies.install(app, [BatchIn])  # the bodies read by `bodies.read`
-    return BodyLimit(
+    limited = BodyLimit(
         app,
         max_bytes=node.settings.max_payload_bytes + BODY_OVERHEAD_BYTES,
         per_path={
@@ -76,3 +81,4 @@ def create_app(
             "/api/workflows/recurring": node.settings.max_batch_bytes,
         },
     )
+    return errors.AnswerWhenCancelled(limited)

@@ -1,7 +1,17 @@
-"""Maps errors to HTTP answers: 4xx JSON naming the field at fault, never a bare 500."""
+"""Maps errors to HTTP answers: 4xx JSON naming the field at fault, never a bare 500.
+
+A store that fails answers `503` with `Retry-After` and an `error` naming the cause
+(`store_unavailable`, `storage_full`, `outcome_unknown`). Such answers go through
+Starlette's exception middleware, like a 4xx: the connection stays open and nothing is
+logged per request (the store's `StoreHealth` tallies its failures). Only an error no
+handler knows reaches the catch-all, whose answer uvicorn follows by closing the
+connection and logging the traceback.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -9,14 +19,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickwheel.errors import (
     Conflict,
     IdempotencyConflict,
     InvalidBatch,
     InvalidRequest,
+    OutcomeUnknown,
     Overloaded,
     StaleFence,
+    StoreUnavailable,
     TaskNotFound,
     TickwheelError,
 )
@@ -104,6 +117,12 @@ async def _overloaded(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("overloaded", str(exc)), status_code=429, headers=headers)
 
 
+async def _store_failed(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StoreUnavailable)
+    headers = {"Retry-After": str(exc.retry_after_seconds)}
+    return JSONResponse(error_body(exc.code, str(exc)), status_code=503, headers=headers)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     status = 503 if isinstance(exc, TickwheelError | OSError) else 500
@@ -118,5 +137,43 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(StaleFence, _conflict)
     app.add_exception_handler(Overloaded, _overloaded)
+    app.add_exception_handler(StoreUnavailable, _store_failed)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
+
+
+class AnswerWhenCancelled:
+    """A request cancelled before its answer began (the server's shutdown grace ran
+    out) is answered `503 outcome_unknown`: what it was doing may or may not have been
+    done. Without this, uvicorn answers a bare `500`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if started or task is None:
+                raise
+            task.uncancel()  # answered: the request ends here
+            error = OutcomeUnknown("the server is stopping: this may or may not have been done")
+            body = json.dumps(error_body(error.code, str(error))).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(error.retry_after_seconds).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})

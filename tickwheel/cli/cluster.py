@@ -100,7 +100,9 @@ def migrate(log_level: LOG_LEVEL = "info") -> None:
     settings = _settings(log_level, needs_redis=False)
 
     async def apply() -> None:
-        store = await open_store(settings.database_url, partitions=settings.partitions)
+        store = await open_store(
+            settings.database_url, partitions=settings.partitions, name="tickwheel-migrate"
+        )
         await store.close()
 
     asyncio.run(apply())

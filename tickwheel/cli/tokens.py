@@ -22,7 +22,7 @@ DATABASE = Annotated[str, typer.Option(envvar=env("database_url"), help="Where t
 
 
 async def _with_store(url: str) -> Store:
-    return await open_store(url, partitions=Settings().partitions)
+    return await open_store(url, partitions=Settings().partitions, name="tickwheel-token")
 
 
 @tokens.command("create")

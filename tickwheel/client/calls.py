@@ -323,7 +323,7 @@ def error_of(status: int, body: Mapping[str, Any], retry_after: str | None) -> T
         return Conflict(message)
     if status == 429:
         return Overloaded(math.ceil(retry_after_seconds(retry_after) or 1), message)
-    return ServerError(status, message)
+    return ServerError(status, message, code=str(kind) if isinstance(kind, str) else None)
 
 
 def _invalid(body: Mapping[str, Any], message: str) -> InvalidRequest:

@@ -12,6 +12,12 @@ server that has not been busy yet has no rate and is judged by the depth alone. 
 ends are the cluster's (every worker's, see `EndedTally`), so each API node judges
 the whole pool, not its own share of it. In one process (`tickwheel up`), spells in
 which the API itself admitted work are measured apart (see `DrainRate`).
+
+A backlog that waits on a failing store (workers cannot record their ends, nothing can
+be claimed) says nothing of the workers either: while the store fails, time neither
+counts toward the rate nor may the backlog refuse a submission. The submission goes to
+the store and is answered with what the store did (a `503` naming the cause, if it
+still fails), never with a `429` that blames the workers.
 """
 
 from __future__ import annotations
@@ -64,6 +70,11 @@ class DrainRate:
         track = self._contended if contended else self._clear
         track.add(span_ms, max(0, ended - ended_then))
         self._contended_ms = self._contended_ms + span_ms if contended else 0
+
+    def skip(self, now_ms: int, ended: int) -> None:
+        """At `now_ms`, `ended` attempts had ended, in a span that says nothing of the
+        workers (the store was failing): it does not count, and the next starts here."""
+        self._last = (now_ms, ended, False)
 
     def per_second(self) -> float | None:
         """What the pool can drain; None while there is nothing to judge by yet."""
@@ -153,9 +164,11 @@ class Admission:
         depth: Callable[[], dict[str, int]],
         max_depth: int,
         max_drain_seconds: float,
+        store_failing: Callable[[], bool] = lambda: False,
     ) -> None:
         self._clock = clock
         self._depth = depth
+        self._store_failing = store_failing
         self.max_depth = max_depth
         self.max_drain_seconds = max_drain_seconds
         self.rate = DrainRate()
@@ -164,6 +177,9 @@ class Admission:
     def observe(self, ended: int, depth: dict[str, int], *, contended: bool = False) -> None:
         """Feed the rate: the running total of attempts ended cluster-wide, the depth
         read with it, and whether this process's API took the workers' time meanwhile."""
+        if self._store_failing():
+            self.rate.skip(self._clock.now_ms(), ended)
+            return
         self.rate.observe(self._clock.now_ms(), ended, sum(depth.values()), contended=contended)
 
     def state(self) -> AdmissionState:
@@ -181,7 +197,7 @@ class Admission:
     def check(self) -> None:
         """Raise `Overloaded` with a retry hint when new submissions must wait."""
         state = self.state()
-        if state.open:
+        if state.open or self._store_failing():
             self.admitted += 1
             return
         # Long enough for the backlog to drain, at the pace it has been draining, to what

@@ -58,6 +58,7 @@ from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, RangedTaskStore, Store
 from tickwheel.storage.factory import open_store
+from tickwheel.storage.health import StoreHealth
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.http_policy import HttpPolicy
@@ -97,6 +98,7 @@ class Node:
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Recorder(self.clock)
+        self.store_health = StoreHealth()
         self._timekeeper: Timekeeper | None = None
 
     async def start(self) -> None:
@@ -104,7 +106,11 @@ class Node:
         fails, what was opened is closed again and the partitions taken are given back."""
         s = self.settings
         self.store: Store = await open_store(
-            s.database_url, partitions=s.partitions, migrate=s.migrate
+            s.database_url,
+            partitions=s.partitions,
+            migrate=s.migrate,
+            name=f"tickwheel-{self.node_id}",
+            on_failure=self.store_health.failed,
         )
         if isinstance(self.clock, ClusterClock):
             self._timekeeper = Timekeeper(self.clock, self.store.now_ms)
@@ -212,6 +218,7 @@ class Node:
             depth=self.queue.depth,
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
+            store_failing=self.store_health.failing,
         )
         self._start_metrics()
         if self._timekeeper is not None:
@@ -322,16 +329,24 @@ class Node:
     def _local_watermark(self, partition: int) -> int | None:
         return self.trigger.triggered_until if partition in self.trigger.partitions else None
 
-    async def stop(self) -> None:
-        """Graceful: stop pulling, finish in-flight work within the grace period, give up
-        the partitions so another node can take them at once, close the store. Safe after
-        a start that failed half way."""
+    def interrupt(self) -> None:
+        """The grace is running out: fail the store work running now, so that whoever
+        waits on it learns what was stored (see `Store.interrupt`)."""
+        if hasattr(self, "store"):
+            self.store.interrupt()
+
+    async def stop(self, grace_seconds: float | None = None) -> None:
+        """Graceful: stop pulling, finish in-flight work within the grace period (the
+        node's, unless less is left), give up the partitions so another node can take
+        them at once, close the store. Safe after a start that failed half way."""
+        if grace_seconds is None:
+            grace_seconds = self.settings.shutdown_grace_seconds
         workers = [
             w
             for role, name in ((Role.SCHEDULER, "engine_worker"), (Role.WORKER, "worker"))
             if role in self.roles and (w := getattr(self, name, None)) is not None
         ]
-        await asyncio.gather(*(w.stop(self.settings.shutdown_grace_seconds) for w in workers))
+        await asyncio.gather(*(w.stop(grace_seconds) for w in workers))
         for loop in self._loops:
             loop.cancel()
         if self._loops:

@@ -469,4 +469,10 @@ class RangedTaskStore(Protocol):
 
 
 class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, TokenStore, WorkerStore, Protocol):
+    def interrupt(self) -> None:
+        """Stop the store work running now, for a node that must stop on time: work
+        that had not committed fails with `StoreUnavailable` (nothing was stored), work
+        that may have fails with `OutcomeUnknown`. Work started later runs as usual."""
+        ...
+
     async def close(self) -> None: ...

@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from tickwheel.errors import StoreUnavailable
 from tickwheel.storage.base import Store
 
 
-async def open_store(url: str, *, partitions: int, migrate: bool = True) -> Store:
+async def open_store(
+    url: str,
+    *,
+    partitions: int,
+    migrate: bool = True,
+    name: str = "tickwheel",
+    on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+) -> Store:
     """The store at `url`, its schema migrated first unless `migrate` is off (PostgreSQL:
-    for deployments that run `tickwheel migrate` as a step of their own)."""
+    for deployments that run `tickwheel migrate` as a step of their own). `name` names
+    this process's connections where the store shows them (PostgreSQL's
+    `application_name`); `on_failure` hears of every store failure raised."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         from tickwheel.storage.sqlite.store import SqliteStore
 
-        store = SqliteStore(sqlite_path(url), partitions=partitions)
+        store = SqliteStore(sqlite_path(url), partitions=partitions, on_failure=on_failure)
         await store.open()
         return store
     if scheme in ("postgresql", "postgres"):
         from tickwheel.storage.postgres.store import PostgresStore
 
-        pg = PostgresStore(url, partitions=partitions, migrate=migrate)
+        pg = PostgresStore(
+            url,
+            partitions=partitions,
+            migrate=migrate,
+            application_name=name,
+            on_failure=on_failure,
+        )
         await pg.open()
         return pg
     raise ValueError(

@@ -111,3 +111,11 @@ def test_an_answer_that_is_not_json_is_a_server_error() -> None:
     assert error.value.status == 502
     with pytest.raises(ServerError):
         calls.answer(calls.health(), 200, b'{"unexpected": 1}', None)
+
+
+def test_a_server_error_names_its_cause() -> None:
+    body = {"error": "storage_full", "message": "the SQLite store's disk is full"}
+    error = calls.error_of(503, body, "5")
+    assert isinstance(error, ServerError)
+    assert (error.status, error.code) == (503, "storage_full")
+    assert calls.error_of(502, {}, None).code is None  # type: ignore[attr-defined]

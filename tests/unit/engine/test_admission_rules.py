@@ -25,11 +25,13 @@ class Pool:
         self.clock = ManualClock(1_000_000)
         self.depth = 0
         self.ended = 0
+        self.store_failing = False
         self.admission = Admission(
             clock=self.clock,
             depth=lambda: {"default": self.depth} if self.depth else {},
             max_depth=max_depth,
             max_drain_seconds=max_drain_seconds,
+            store_failing=lambda: self.store_failing,
         )
         self.sample()
 
@@ -131,6 +133,22 @@ def test_a_pool_that_never_ends_anything_is_judged_stuck_after_a_while() -> None
     with pytest.raises(Overloaded) as refused:
         pool.admission.check()
     assert refused.value.retry_after_seconds == MAX_RETRY_AFTER_SECONDS
+
+
+def test_a_backlog_that_waits_on_a_failing_store_blames_no_one() -> None:
+    # The embedded store's disk filled: 15 due tasks wait, no end can be recorded.
+    pool = Pool(max_depth=10**6, max_drain_seconds=60)
+    pool.depth = 1000
+    pool.run(10, per_second=200, arriving=200)
+    assert pool.rate == pytest.approx(200)
+    pool.depth = 15
+    pool.store_failing = True
+    pool.run(2 * RECENT_MS / 1000, per_second=0)
+    pool.admission.check()  # not a 429: the submission meets the store and hears why
+    pool.store_failing = False
+    pool.run(1, per_second=200, arriving=200)
+    assert pool.rate == pytest.approx(200)  # the outage taught nothing of the workers
+    pool.admission.check()
 
 
 def test_time_going_back_teaches_nothing() -> None:

@@ -10,6 +10,7 @@ clock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import Counter
@@ -21,9 +22,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from tickwheel.errors import (
-    StoreUnavailable,
-)
+from tickwheel.errors import OutcomeUnknown, StoreUnavailable
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -68,6 +67,7 @@ from tickwheel.storage.plans import (
     row_marks,
     still_held,
 )
+from tickwheel.storage.postgres.failures import Phase, classify, connection_failed
 from tickwheel.storage.postgres.statistics import InsertStatistics
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 NEVER = 2**62
 MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
 DEADLOCK_RETRIES = 5
+UNAVAILABLE_RETRIES = 1  # work that failed before COMMIT runs again on a fresh connection
+CLOSE_TIMEOUT_SECONDS = 5.0
 COMMAND_TIMEOUT_SECONDS = 60.0
 _Q = load(__package__ or "tickwheel.storage.postgres")
 
@@ -93,8 +95,12 @@ class PostgresStore:
         schema: str | None = None,
         pool_size: int = 10,
         migrate: bool = True,
+        application_name: str = "tickwheel",
+        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
     ) -> None:
         self.url = url
+        self._application_name = application_name[:63]  # PostgreSQL keeps 63 bytes
+        self._on_failure = on_failure
         self._schema = schema
         self._wanted_partitions = partitions
         self._partitions = partitions
@@ -108,9 +114,19 @@ class PostgresStore:
         self._relistening: asyncio.Task[None] | None = None
         self._closing = False
         self._statistics = InsertStatistics(self._analyze_tasks)
+        self._running: set[asyncio.Task[Any]] = set()  # tasks in `_transaction`
+        self._interrupted: set[asyncio.Task[Any]] = set()
+
+    def _settings(self) -> dict[str, str]:
+        """Every connection names its process (`application_name`), so operators and
+        tests can find Tickwheel's connections in `pg_stat_activity`."""
+        settings = {"application_name": self._application_name}
+        if self._schema:
+            settings["search_path"] = self._schema
+        return settings
 
     async def open(self) -> None:
-        settings = {"search_path": self._schema} if self._schema else {}
+        settings = self._settings()
         # A statement that hangs (a half-open connection) fails instead of stalling a loop.
         self._pool = await asyncpg.create_pool(
             self.url,
@@ -152,30 +168,78 @@ class PostgresStore:
             self._lease_db.terminate()
             self._lease_db = None
         if self._pool is not None:
-            await self._pool.close()
+            try:  # waits for every connection to be given back
+                await asyncio.wait_for(self._pool.close(), CLOSE_TIMEOUT_SECONDS)
+            except TimeoutError:
+                self._pool.terminate()
             self._pool = None
+
+    def interrupt(self) -> None:
+        for task in self._running:
+            self._interrupted.add(task)
+            task.cancel()
 
     # -- plumbing ------------------------------------------------------------
 
     async def _transaction(self, work: Callable[[Db], Awaitable[T]], *, atomic: bool = True) -> T:
         """Run `work` in one transaction; one that lost a deadlock (rolled back whole)
-        runs again. Work of one statement is atomic by itself (`atomic=False`): it
-        saves the round trips of BEGIN and COMMIT, which a far store makes dear."""
+        runs again, and so does one that lost its connection before COMMIT was sent (on
+        a fresh connection, once). Work of one statement is atomic by itself
+        (`atomic=False`): it saves the round trips of BEGIN and COMMIT, which a far store
+        makes dear. Store failures are raised as `StoreUnavailable` (see `failures`)."""
         assert self._pool is not None, "open() the store first"
-        for attempt in range(DEADLOCK_RETRIES):
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        try:
+            return await self._attempts(work, atomic=atomic)
+        finally:
+            self._running.discard(task)
+            if task in self._interrupted:  # the cancel was ours, and ended as a store error
+                self._interrupted.discard(task)
+                task.uncancel()
+
+    async def _attempts(self, work: Callable[[Db], Awaitable[T]], *, atomic: bool) -> T:
+        assert self._pool is not None
+        deadlocks = unavailable = 0
+        task = asyncio.current_task()
+        while True:
+            phase = Phase.CONNECT
             try:
                 async with self._pool.acquire() as db:
-                    if not atomic:
-                        return await work(db)
-                    async with db.transaction():
-                        return await work(db)
+                    phase = Phase.WORK
+                    try:
+                        if not atomic:
+                            return await work(db)
+                        async with db.transaction():
+                            result = await work(db)
+                            phase = Phase.COMMIT  # leaving the block sends COMMIT
+                        return result
+                    except BaseException as error:
+                        if connection_failed(error) or task in self._interrupted:
+                            # Never back to the pool half way (a lost one is gone already).
+                            with contextlib.suppress(asyncpg.InterfaceError):
+                                db.terminate()
+                        raise
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
-                if attempt == DEADLOCK_RETRIES - 1:
+                deadlocks += 1
+                if deadlocks == DEADLOCK_RETRIES:
                     raise
                 log.warning("a transaction lost a deadlock; running it again")
-            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as error:
-                raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
-        raise AssertionError("unreachable")
+            except Exception as error:
+                failure = classify(error, phase, atomic=atomic)
+                if failure is None:
+                    raise
+                again = type(failure) is StoreUnavailable and unavailable < UNAVAILABLE_RETRIES
+                if again and task not in self._interrupted:
+                    unavailable += 1
+                    continue
+                self._on_failure(failure)
+                raise failure from error
+            except asyncio.CancelledError:
+                if task in self._interrupted:
+                    raise _interrupted(phase, atomic=atomic) from None
+                raise
 
     async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         return await self._transaction(lambda db: db.fetch(q(name), *args), atomic=False)
@@ -388,8 +452,7 @@ class PostgresStore:
         def deliver(_: object, __: int, channel: str, ___: object) -> None:
             self._on_news(News(channel))
 
-        settings = {"search_path": self._schema} if self._schema else {}
-        self._listener = await asyncpg.connect(self.url, server_settings=settings)
+        self._listener = await asyncpg.connect(self.url, server_settings=self._settings())
         for news in News:
             await self._listener.add_listener(news.value, deliver)
         self._listener.add_termination_listener(lambda _: self._relisten())
@@ -621,6 +684,14 @@ class PostgresStore:
 
 
 # -- migrations ----------------------------------------------------------------
+
+
+def _interrupted(phase: Phase, *, atomic: bool) -> StoreUnavailable:
+    """What work interrupted in `phase` did: nothing before COMMIT was sent (the
+    connection is terminated, so the server rolls back); after, nobody knows."""
+    if phase is Phase.COMMIT or (phase is Phase.WORK and not atomic):
+        return OutcomeUnknown("the node is stopping: the change may or may not have been made")
+    return StoreUnavailable("the node is stopping: nothing was stored")
 
 
 def _migration_names() -> list[str]:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import TypeVar
 
-from tickwheel.errors import StoreUnavailable
+from tickwheel.errors import StorageFull, StoreUnavailable
 
 T = TypeVar("T")
 
@@ -33,7 +33,14 @@ PRAGMAS = (
 
 
 class Connection:
-    def __init__(self, path: str, *, name: str) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        name: str,
+        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+    ) -> None:
+        self._on_failure = on_failure
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sqlite-{name}")
         self._path = path
         self._db: sqlite3.Connection | None = None
@@ -91,7 +98,15 @@ class Connection:
         try:
             return work(self._db)
         except sqlite3.OperationalError as error:  # locked, disk full, I/O: try again later
-            raise StoreUnavailable(f"the SQLite store cannot answer: {error}") from error
+            failure = unavailable(error)
+            self._on_failure(failure)
+            raise failure from error
+
+    def interrupt(self) -> None:
+        """Make the statement running now fail ("interrupted"); its transaction is
+        rolled back. Safe from any thread."""
+        if self._db is not None:
+            self._db.interrupt()
 
     async def close(self) -> None:
         if self._db is not None:
@@ -100,14 +115,26 @@ class Connection:
         self._executor.shutdown(wait=False)
 
 
+def unavailable(error: sqlite3.OperationalError) -> StoreUnavailable:
+    """What an operational error means to the caller. Nothing was changed: a statement
+    or COMMIT that fails is undone whole (`_in_transaction` rolls back what SQLite
+    leaves open), so the outcome is never unknown here."""
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return StorageFull(f"the SQLite store's disk is full: {error}")
+    return StoreUnavailable(f"the SQLite store cannot answer: {error}")
+
+
 def _in_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     db.execute("BEGIN IMMEDIATE")
     try:
         result = work(db)
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        # A COMMIT that failed (disk full, I/O) leaves the transaction open: end it, or
+        # the next BEGIN fails too.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
     return result
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tickwheel.errors import StoreUnavailable
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -69,11 +70,17 @@ NEVER = 2**62
 
 
 class SqliteStore:
-    def __init__(self, path: str, *, partitions: int = 16) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        partitions: int = 16,
+        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+    ) -> None:
         self.path = path
         self._wanted_partitions = partitions
-        self._writer = Connection(path, name="writer")
-        self._reader = Connection(path, name="reader")
+        self._writer = Connection(path, name="writer", on_failure=on_failure)
+        self._reader = Connection(path, name="reader", on_failure=on_failure)
         self._partitions = partitions
         self._holder = HolderLock(path)
         self._told_held = False
@@ -95,6 +102,10 @@ class SqliteStore:
             "INSERT INTO partition_leases (partition) VALUES (?)", [(p,) for p in range(count)]
         )
         return count
+
+    def interrupt(self) -> None:
+        self._writer.interrupt()
+        self._reader.interrupt()
 
     async def close(self) -> None:
         await self._reader.close()

@@ -1,0 +1,86 @@
+"""What a store's failure means: PostgreSQL's errors classified by where the work
+stood, SQLite's disk full named, and failures tallied for the log."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import asyncpg
+import pytest
+from asyncpg import exceptions as pg
+
+from tickwheel.errors import OutcomeUnknown, StorageFull, StoreUnavailable
+from tickwheel.storage.health import FAILING_SECONDS, LOG_EVERY_SECONDS, StoreHealth
+from tickwheel.storage.postgres.failures import Phase, classify
+from tickwheel.storage.sqlite.connection import unavailable
+
+CONNECTION_ERRORS = [
+    pg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
+    pg.CannotConnectNowError("the database system is shutting down"),
+    pg.AdminShutdownError("terminating connection due to administrator command"),
+    pg.TooManyConnectionsError("sorry, too many clients already"),
+    pg.InternalClientError("cannot switch to state 15; another operation is in progress"),
+    asyncpg.InterfaceError("cannot perform operation: another operation is in progress"),
+    ConnectionRefusedError(111, "Connection refused"),
+    ConnectionResetError(104, "Connection reset by peer"),
+    TimeoutError(),
+]
+
+
+@pytest.mark.parametrize("error", CONNECTION_ERRORS, ids=lambda e: type(e).__name__)
+def test_a_connection_failure_before_commit_changed_nothing(error: Exception) -> None:
+    for phase in (Phase.CONNECT, Phase.WORK):
+        failure = classify(error, phase, atomic=True)
+        assert type(failure) is StoreUnavailable
+        assert failure.code == "store_unavailable"
+    assert type(classify(error, Phase.CONNECT, atomic=False)) is StoreUnavailable
+
+
+@pytest.mark.parametrize("error", CONNECTION_ERRORS, ids=lambda e: type(e).__name__)
+def test_a_connection_failure_during_commit_leaves_the_outcome_unknown(error: Exception) -> None:
+    assert type(classify(error, Phase.COMMIT, atomic=True)) is OutcomeUnknown
+    # A statement without BEGIN commits by itself, unless it surely never left.
+    client_side = isinstance(error, asyncpg.InterfaceError | pg.InternalClientError)
+    refused = isinstance(error, ConnectionRefusedError)
+    expected = StoreUnavailable if client_side or refused else OutcomeUnknown
+    assert type(classify(error, Phase.WORK, atomic=False)) is expected
+
+
+def test_errors_of_the_work_itself_are_not_the_stores() -> None:
+    for error in (pg.UniqueViolationError("dup"), pg.DeadlockDetectedError("x"), KeyError("k")):
+        assert classify(error, Phase.WORK, atomic=True) is None
+    full = classify(pg.DiskFullError("could not extend file"), Phase.WORK, atomic=True)
+    assert isinstance(full, StorageFull) and full.code == "storage_full"
+
+
+def test_sqlite_names_a_full_disk() -> None:
+    error = sqlite3.OperationalError("database or disk is full")
+    error.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+    assert type(unavailable(error)) is StorageFull
+    locked = sqlite3.OperationalError("database is locked")
+    locked.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+    assert type(unavailable(locked)) is StoreUnavailable
+
+
+def test_failures_are_logged_once_per_interval_with_a_tally(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    health = StoreHealth(now=lambda: now[0])
+    assert not health.failing()
+    with caplog.at_level(logging.WARNING, logger="tickwheel.storage.health"):
+        for _ in range(1000):
+            health.failed(StoreUnavailable("down"))
+            now[0] += 0.001
+        health.failed(StorageFull("full"))
+        assert health.failing()
+        now[0] += LOG_EVERY_SECONDS
+        health.failed(StoreUnavailable("down"))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert "1 store_unavailable" in lines[0]
+    assert "1 storage_full, 1000 store_unavailable in the last 11 s" in lines[1]
+    assert health.failures == 1002
+    now[0] += FAILING_SECONDS
+    assert not health.failing()
