@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import machine_check
 import pytest
-from servers import PrivatePostgres, PrivateRedis, PrivateServer, ServerMissing
+from servers import PrivatePostgres, PrivateRedis, PrivateServer, ServerMissing, small_disk
 from services import POSTGRES_URL, REDIS_URL, missing
 
 S = TypeVar("S", bound=PrivateServer)
@@ -36,6 +37,16 @@ def private_redis() -> Iterator[PrivateRedis]:
 def private_postgres() -> Iterator[PrivatePostgres]:
     """A PostgreSQL cluster of the session's own, on a free port, in a temporary folder."""
     yield from _started(PrivatePostgres)
+
+
+@pytest.fixture(name="small_disk")
+def small_disk_fixture(tmp_path: Path) -> Iterator[Path]:
+    """A 30 MB tmpfs of the test's own (the folder it is mounted on)."""
+    try:
+        with small_disk(tmp_path / "disk") as folder:
+            yield folder
+    except ServerMissing as error:
+        missing(str(error))
 
 
 # -- the machine's own servers, as the run found them -------------------------------

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -240,3 +240,35 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size_mb: int = 30) -> Iterator[Path]:
+    """A tmpfs of `size_mb` mounted on `folder` (made here), unmounted on leaving."""
+    folder.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        raise ServerMissing("mounting a small tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(folder)],
+        capture_output=True,
+    )
+    if mounted.returncode:
+        raise ServerMissing(f"cannot mount a tmpfs: {mounted.stderr!r}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def fill(folder: Path) -> Path:
+    """Writes a file in `folder` until its disk is full; delete it to free the space."""
+    filler = folder / "filler"
+    with filler.open("wb") as out:
+        chunk = b"\0" * (1 << 20)
+        try:
+            while True:
+                out.write(chunk)
+                out.flush()
+        except OSError:
+            pass
+    return filler

@@ -7,10 +7,7 @@ backends this test's own API opened (found by their application_name)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -23,6 +20,7 @@ import httpx
 import pytest
 from cluster import Cluster, cluster_in
 from harness import Tickwheel
+from servers import fill
 
 from tickwheel import Client
 
@@ -180,37 +178,6 @@ def test_sigterm_with_a_keyed_batch_in_flight_answers_what_happened(
         assert stored == 0
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 30 MB tmpfs of the test's own, unmounted at the end."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("!!! mounting a small tmpfs needs root: the disk-full test did NOT run !!!")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=30m", "tmpfs", str(folder)], capture_output=True
-    )
-    if mounted.returncode:
-        pytest.skip(f"!!! cannot mount a tmpfs ({mounted.stderr!r}): the test did NOT run !!!")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
-
-
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    with filler.open("wb") as out:
-        chunk = b"\0" * (1 << 20)
-        try:
-            while True:
-                out.write(chunk)
-                out.flush()
-        except OSError:
-            pass
-    return filler
-
-
 def test_a_full_disk_answers_storage_full_on_an_open_connection_and_recovers(
     small_disk: Path, tmp_path: Path
 ) -> None:
@@ -233,7 +200,7 @@ def test_a_full_disk_answers_storage_full_on_an_open_connection_and_recovers(
                 return answer
 
             assert submit().status_code == 201
-            filler = _fill(small_disk)
+            filler = fill(small_disk)
             full = None
             for _ in range(200):
                 answer = submit()

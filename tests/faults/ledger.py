@@ -30,7 +30,8 @@ class Verdict:
     unfenced: int  # tasks with more than one result accepted: must never happen
     early: int  # tasks that started before they were due
     recovery_seconds: float  # the latest (last) start after max(due, the fault's end)
-    server_errors: int  # answers 5xx other than 503 (a store error is 503)
+    unavailable: int  # answers 503 with Retry-After met (and retried) by the submitters
+    server_errors: int  # any other 5xx met, and any 503 without Retry-After
 
     def row(self) -> list[str]:
         return [
@@ -41,6 +42,7 @@ class Verdict:
             str(self.unfenced),
             str(self.early),
             f"{self.recovery_seconds:.1f}",
+            str(self.unavailable),
             str(self.server_errors),
         ]
 
@@ -53,7 +55,8 @@ HEADER = [
     "unfenced",
     "early",
     "recovery s",
-    "5xx not 503",
+    "503 met",
+    "other 5xx",
 ]
 
 
@@ -63,7 +66,8 @@ class Ledger:
 
     target: Target
     accepted: dict[str, int] = field(default_factory=dict)
-    statuses: Counter[int] = field(default_factory=Counter)
+    statuses: Counter[int] = field(default_factory=Counter)  # final: after retries
+    met: Counter[str] = field(default_factory=Counter)  # every answer, retried ones too
     healed_at: float = 0.0  # epoch seconds: when the fault ended (set by the scenario)
 
     def path(self) -> str:
@@ -111,9 +115,9 @@ class Ledger:
             unfenced=sum(1 for count in results.values() if count > 1),
             early=early,
             recovery_seconds=max([0.0, *latest]),
-            server_errors=sum(
-                n for code, n in self.statuses.items() if code >= 500 and code != 503
-            ),
+            unavailable=self.met["503"],
+            server_errors=sum(n for answer, n in self.met.items() if answer[0] == "5")
+            - self.met["503"],
         )
 
 

@@ -4,6 +4,7 @@ a fresh schema and Redis prefix, work flowing through it, the fault, and the ver
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -144,7 +145,9 @@ def run_against(
         ledger.healed_at = max(ledger.healed_at, time.time())
         time.sleep(after_seconds)
     assert ledger.accepted, "nothing was accepted"
-    assert ledger.settle(record, settle_seconds), logs()
+    if not ledger.settle(record, settle_seconds):
+        left = Counter(record.statuses(list(ledger.accepted)).values())
+        raise AssertionError(f"not ended in {settle_seconds} s: {dict(left)}\n{logs()}")
     return record_row(ledger.verdict(name, record))
 
 

@@ -5,13 +5,33 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ledger import Ledger
 
 from tickwheel import Client
 from tickwheel.client import task_body
+from tickwheel.client.calls import Call
+from tickwheel.client.retries import Retries
 from tickwheel.errors import ServerError, TickwheelError
+
+
+@dataclass(frozen=True)
+class Witnessed(Retries):
+    """The client's own retries, noting each answer met on the way (a 503 the client
+    retried included), as "201", "503", "503 without Retry-After"..."""
+
+    met: Counter[str] = field(default_factory=Counter)
+
+    def after_answer(
+        self, call: Call[Any], attempt: int, status: int, retry_after: str | None
+    ) -> float | None:
+        missing = " without Retry-After" if status == 503 and retry_after is None else ""
+        self.met[f"{status}{missing}"] += 1
+        return super().after_answer(call, attempt, status, retry_after)
 
 
 def due_in(seconds: float) -> datetime:
@@ -46,7 +66,7 @@ class Stream:
     def __init__(
         self, url: str, ledger: Ledger, *, rate: float, batch: int = 20, lead_seconds: float = 1.0
     ) -> None:
-        self._client = Client(url, timeout_seconds=10)
+        self._client = Client(url, timeout_seconds=10, retries=Witnessed(met=ledger.met))
         self._ledger, self._batch, self._lead = ledger, batch, lead_seconds
         self._every = batch / rate
         self._stopping = threading.Event()
