@@ -38,7 +38,12 @@ def short_tasks(target: Target, ledger: Ledger) -> None:
 
 @pytest.mark.parametrize(
     ("name", "offset"),
-    [("scheduler-0", "+60s"), ("scheduler-0", "-60s"), ("worker-0", "+60s"), ("worker-0", "-60s")],
+    [
+        ("scheduler-0", "+60s"),
+        pytest.param("scheduler-0", "-60s", marks=pytest.mark.full_faults),
+        pytest.param("worker-0", "+60s", marks=pytest.mark.full_faults),
+        ("worker-0", "-60s"),
+    ],
 )
 def test_a_node_whose_clock_is_a_minute_off(
     tmp_path: Path, ledger: Ledger, name: str, offset: str

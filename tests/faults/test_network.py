@@ -17,7 +17,9 @@ def short_tasks(target: Target, ledger: Ledger) -> None:
     target.delays[ledger.path()] = 0.1
 
 
-@pytest.mark.parametrize("name", ["worker-0", "scheduler-0"])
+@pytest.mark.parametrize(
+    "name", ["worker-0", pytest.param("scheduler-0", marks=pytest.mark.full_faults)]
+)
 def test_one_process_cut_off_from_both_stores(tmp_path: Path, ledger: Ledger, name: str) -> None:
     """Its bytes stop both ways for 10 s, longer than its leases: the others take over
     its tasks or partitions, and what it does on waking is refused."""
@@ -54,7 +56,9 @@ def test_latency_and_jitter_on_every_connection(tmp_path: Path, ledger: Ledger) 
     assert_nothing_wrong(verdict, recovery_seconds=5)
 
 
-@pytest.mark.parametrize("store", ["postgres", "redis"])
+@pytest.mark.parametrize(
+    "store", ["postgres", pytest.param("redis", marks=pytest.mark.full_faults)]
+)
 def test_a_store_unreachable_for_longer_than_the_leases(
     tmp_path: Path, ledger: Ledger, store: str
 ) -> None:

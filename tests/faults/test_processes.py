@@ -64,7 +64,9 @@ def test_kill_9_of_the_api_mid_batch(tmp_path: Path, ledger: Ledger) -> None:
     assert_nothing_wrong(verdict, recovery_seconds=8)
 
 
-@pytest.mark.parametrize("role", ["worker", "scheduler"])
+@pytest.mark.parametrize(
+    "role", ["worker", pytest.param("scheduler", marks=pytest.mark.full_faults)]
+)
 def test_sigstop_past_the_lease_then_sigcont(tmp_path: Path, ledger: Ledger, role: str) -> None:
     """A paused process (a long GC, a frozen VM) wakes to find its leases taken over: its
     late results are refused and it gives back what it no longer holds."""
