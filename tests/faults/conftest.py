@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
 
 from harness import Target
 from ledger import HEADER, VERDICTS, Ledger
+from runs import TargetRuns
 
 
 @pytest.fixture
@@ -28,7 +29,9 @@ def target() -> Iterator[Target]:
 
 @pytest.fixture
 def ledger(target: Target) -> Ledger:
-    return Ledger(target)
+    """Tasks that call the target, each run holding its worker 0.1 s (a test may set
+    `target.delays[TargetRuns.PATH]` to another time)."""
+    return Ledger(TargetRuns(target, task_seconds=0.1))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -4,16 +4,21 @@ and what the store recorded."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import time
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from cluster import Cluster
-from harness import Target, wait_for
+from harness import wait_for
+from runs import Runs
+
+from tickwheel.client import task_body
 
 FINAL = ("succeeded", "failed", "cancelled", "upstream_failed")
 SERVER_ERRORS = frozenset(range(500, 600)) - {503}  # a store error is 503
@@ -62,26 +67,28 @@ HEADER = [
 
 @dataclass
 class Ledger:
-    """Accepted tasks (id -> due, epoch ms) and the statuses the submitters met."""
+    """Accepted tasks (id -> due, epoch ms), how their runs are counted, and the answers
+    the submitters met."""
 
-    target: Target
+    runs: Runs
     accepted: dict[str, int] = field(default_factory=dict)
+    task_of: dict[int, str] = field(default_factory=dict)  # the suite's index -> task id
     statuses: Counter[int] = field(default_factory=Counter)  # final: after retries
     met: Counter[str] = field(default_factory=Counter)  # every answer, retried ones too
     healed_at: float = 0.0  # epoch seconds: when the fault ended (set by the scenario)
+    _next: Iterator[int] = field(default_factory=itertools.count)
 
-    def path(self) -> str:
-        return "/fault"
-
-    def url(self) -> str:
-        return f"{self.target.url}{self.path()}"
+    def bodies(self, count: int, **options: Any) -> list[tuple[int, dict[str, Any]]]:
+        """`count` new tasks' (index, body), with the submit `options` given."""
+        made = []
+        for index in itertools.islice(self._next, count):
+            task_type, payload = self.runs.body(index)
+            made.append((index, task_body(task_type, payload, **options)))
+        return made
 
     def starts(self) -> dict[str, list[float]]:
         """Task id -> the epoch seconds of each of its runs."""
-        runs: dict[str, list[float]] = defaultdict(list)
-        for call in self.target.calls_to(self.path()):
-            runs[call.task_id].append(call.at)
-        return runs
+        return self.runs.starts(self.task_of)
 
     def settle(self, record: Record, timeout: float) -> bool:
         """Waits until every accepted task has ended; False if some have not in time."""

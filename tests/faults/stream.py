@@ -13,7 +13,6 @@ from typing import Any
 from ledger import Ledger
 
 from tickwheel import Client
-from tickwheel.client import task_body
 from tickwheel.client.calls import Call
 from tickwheel.client.retries import Retries
 from tickwheel.errors import ServerError, TickwheelError
@@ -44,19 +43,20 @@ def submit(client: Client, ledger: Ledger, count: int, lead_seconds: float) -> N
     """`count` tasks in one batch, due `lead_seconds` from now; what the server
     acknowledged goes into the ledger, what it refused into its statuses."""
     due = due_in(lead_seconds)
-    body = task_body("http", {"url": ledger.url(), "method": "POST"}, due_time=due)
+    made = ledger.bodies(count, due_time=due)
     try:
-        answers = client.submit_many([body] * count)
+        answers = client.submit_many([body for _, body in made])
     except ServerError as error:
         ledger.statuses[error.status] += 1
         return
-    except TickwheelError as error:  # no answer at all, after the client's retries
+    except TickwheelError:  # no answer at all, after the client's retries
         ledger.statuses[0] += 1
-        del error
         return
     ledger.statuses[201] += 1
     due_ms = round(due.timestamp() * 1000)
-    ledger.accepted.update((a.task_id, due_ms) for a in answers)
+    for (index, _), answer in zip(made, answers, strict=True):
+        ledger.task_of[index] = answer.task_id
+        ledger.accepted[answer.task_id] = due_ms
 
 
 class Stream:

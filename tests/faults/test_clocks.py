@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import Target
 from ledger import Ledger
 from scenario import Running, assert_nothing_wrong, cluster_for, run
 
@@ -29,11 +28,6 @@ def faked(offset: str = "+0", *, file: Path | None = None) -> dict[str, str]:
     if file is None:
         return {**env, "FAKETIME": offset}
     return {**env, "FAKETIME_TIMESTAMP_FILE": str(file), "FAKETIME_CACHE_DURATION": "1"}
-
-
-@pytest.fixture(autouse=True)
-def short_tasks(target: Target, ledger: Ledger) -> None:
-    target.delays[ledger.path()] = 0.1
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness import Target, Tickwheel
 from ledger import Ledger, SqliteRecord
+from runs import TargetRuns
 from scenario import assert_nothing_wrong, run_against
 from servers import fill
 
@@ -18,7 +19,7 @@ def test_a_full_disk_under_the_embedded_store(
     """Submissions meet 503 storage_full with Retry-After while the disk is full (the
     client retries them), nothing acknowledged is lost, and work resumes once space
     returns."""
-    target.delays[ledger.path()] = 0.05
+    target.delays[TargetRuns.PATH] = 0.05
     server = Tickwheel(small_disk / "tickwheel.db")
     server.log = tmp_path / "tickwheel.log"  # not on the disk that fills
     server.start()

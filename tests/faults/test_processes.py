@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from harness import Target
 from ledger import Ledger
+from runs import TargetRuns
 from scenario import Running, assert_nothing_wrong, cluster_for, run
 
 TASK_SECONDS = 0.2  # each run holds its worker's slot this long: some are always mid-run
 
 
 @pytest.fixture(autouse=True)
-def slow_tasks(target: Target, ledger: Ledger) -> None:
-    target.delays[ledger.path()] = TASK_SECONDS
+def slow_tasks(target: Target) -> None:
+    target.delays[TargetRuns.PATH] = TASK_SECONDS
 
 
 def busiest_worker(running: Running) -> str:

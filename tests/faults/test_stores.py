@@ -9,16 +9,9 @@ import time
 from pathlib import Path
 
 import asyncpg
-import pytest
-from harness import Target
 from ledger import Ledger
 from scenario import Running, assert_nothing_wrong, cluster_for, run
 from servers import PrivatePostgres, PrivateRedis
-
-
-@pytest.fixture(autouse=True)
-def short_tasks(target: Target, ledger: Ledger) -> None:
-    target.delays[ledger.path()] = 0.1
 
 
 def test_a_postgres_restart(
