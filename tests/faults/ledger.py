@@ -34,6 +34,7 @@ class Verdict:
     ran_twice: int  # tasks that ran more than once, each time but one refused its result
     unfenced: int  # tasks with more than one result accepted: must never happen
     early: int  # tasks that started before they were due
+    late_p99_seconds: float  # first start minus due, 99th percentile, fault included
     recovery_seconds: float  # the latest (last) start after max(due, the fault's end)
     unavailable: int  # answers 503 with Retry-After met (and retried) by the submitters
     server_errors: int  # any other 5xx met, and any 503 without Retry-After
@@ -46,6 +47,7 @@ class Verdict:
             str(self.ran_twice),
             str(self.unfenced),
             str(self.early),
+            f"{self.late_p99_seconds:.2f}",
             f"{self.recovery_seconds:.1f}",
             str(self.unavailable),
             str(self.server_errors),
@@ -59,6 +61,7 @@ HEADER = [
     "ran twice (fenced)",
     "unfenced",
     "early",
+    "late p99 s",
     "recovery s",
     "503 met",
     "other 5xx",
@@ -109,6 +112,9 @@ class Ledger:
         early = sum(
             1 for t, due in self.accepted.items() if starts.get(t) and min(starts[t]) * 1000 < due
         )
+        late = sorted(
+            min(starts[t]) - due / 1000 for t, due in self.accepted.items() if starts.get(t)
+        )
         latest = [  # a task run again after a lost lease counts by its last start
             max(starts[t]) - max(due / 1000, self.healed_at)
             for t, due in self.accepted.items()
@@ -121,6 +127,7 @@ class Ledger:
             ran_twice=sum(1 for t in ids if len(starts.get(t, ())) > 1),
             unfenced=sum(1 for count in results.values() if count > 1),
             early=early,
+            late_p99_seconds=late[int(len(late) * 0.99)] if late else 0.0,
             recovery_seconds=max([0.0, *latest]),
             unavailable=self.met["503"],
             server_errors=sum(n for answer, n in self.met.items() if answer[0] == "5")
