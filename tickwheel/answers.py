@@ -99,6 +99,7 @@ class ExecutionOut(Answer, frozen=True):
     ended_at: datetime
     outcome: str
     error: str | None
+    retry_at: datetime | None = None  # when this end put the task back: the retry's due
 
 
 class HistoryPage(Answer, frozen=True):
