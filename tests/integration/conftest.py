@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
@@ -36,6 +37,25 @@ async def api(node: Node) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
     async with httpx.AsyncClient(transport=transport, base_url="http://tickwheel") as client:
         yield client
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def either_api(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The API of a node without its own worker, on the embedded store or on PostgreSQL
+    (a fresh schema)."""
+    async with AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path / 'either.db'}"
+        else:
+            url = await stack.enter_async_context(fresh_schema())
+        settings = Settings(database_url=url, lease_seconds=1)
+        node = await stack.enter_async_context(Node(settings=settings, run_worker=False))
+        transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
+        yield await stack.enter_async_context(
+            httpx.AsyncClient(transport=transport, base_url="http://t")
+        )
 
 
 @pytest.fixture

@@ -78,6 +78,27 @@ async def test_invalid_entries_are_each_named_and_nothing_is_stored(api: httpx.A
     assert await _count(api) == 0
 
 
+async def test_unknown_dependencies_are_each_named_and_nothing_is_stored(
+    either_api: httpx.AsyncClient,
+) -> None:
+    api, later = either_api, {"type": "delayed", "delay_seconds": 3600}
+    known = (await api.post("/api/tasks", json={"task_type": "noop", "schedule": later})).json()
+    tasks: list[dict[str, Any]] = [
+        {"task_type": "noop", "dependencies": [known["task_id"]]},
+        {"task_type": "noop", "dependencies": ["no-such-task-1"]},
+        {"task_type": "noop", "schedule": later},
+        {"task_type": "noop", "dependencies": [known["task_id"], "no-such-task-3"]},
+    ]
+    response = await api.post("/api/tasks/batch", json={"tasks": tasks})
+    assert response.status_code == 422, response.text
+    answer = response.json()
+    assert answer["field"] == "tasks.1.dependencies"
+    problems = [(p["field"], p["message"]) for p in answer["problems"]]
+    assert [field for field, _ in problems] == ["tasks.1.dependencies", "tasks.3.dependencies"]
+    assert "no-such-task-1" in problems[0][1] and "no-such-task-3" in problems[1][1]
+    assert await _count(api) == 1
+
+
 async def test_empty_and_malformed_batches_are_refused(api: httpx.AsyncClient) -> None:
     for body in ({"tasks": []}, {}, {"tasks": "noop"}, {"tasks": [{"task_type": "noop"}], "x": 1}):
         response = await api.post("/api/tasks/batch", json=body)

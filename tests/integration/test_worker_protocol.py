@@ -6,13 +6,11 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from services import fresh_schema
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
@@ -27,24 +25,6 @@ async def api(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
         transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def either_api(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[httpx.AsyncClient]:
-    """`api`, on the embedded store or on PostgreSQL (a fresh schema)."""
-    async with AsyncExitStack() as stack:
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path / 'wp.db'}"
-        else:
-            url = await stack.enter_async_context(fresh_schema())
-        settings = Settings(database_url=url, lease_seconds=1)
-        node = await stack.enter_async_context(Node(settings=settings, run_worker=False))
-        transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
-        yield await stack.enter_async_context(
-            httpx.AsyncClient(transport=transport, base_url="http://t")
-        )
 
 
 async def _claim(api: httpx.AsyncClient, **body: Any) -> list[dict[str, Any]]:

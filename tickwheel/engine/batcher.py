@@ -57,13 +57,15 @@ class Batcher(Generic[T, R]):
         self, groups: list[tuple[Sequence[T], asyncio.Future[list[R]]]], rejected: RejectedItems
     ) -> None:
         """The flush wrote nothing: fail the groups holding a refused item (indexes made
-        relative to the group) and flush the others again, first."""
+        relative to the group) and flush the others again, first. A refused group whose
+        caller was cancelled is dropped: its future is done, and failing it would raise."""
         start, others = 0, []
         for items, future in groups:
             end = start + len(items)
             mine = {i - start: e for i, e in rejected.errors.items() if start <= i < end}
             if mine:
-                future.set_exception(RejectedItems(mine))
+                if not future.done():
+                    future.set_exception(RejectedItems(mine))
             else:
                 others.append((items, future))
             start = end

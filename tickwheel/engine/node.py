@@ -112,16 +112,16 @@ class Node:
             name=f"tickwheel-{self.node_id}",
             on_failure=self.store_health.failed,
         )
-        if isinstance(self.clock, ClusterClock):
-            self._timekeeper = Timekeeper(self.clock, self.store.now_ms)
-            await self._timekeeper.read()  # before anything is stamped with the time
-        self.queue: ReadyQueue = open_queue(
-            s.redis_url, prefix=s.redis_prefix, now_ms=self.clock.now_ms
-        )
-        self.metrics_store: MetricsStore = open_metrics(
-            self.metrics, s.redis_url, prefix=s.redis_prefix
-        )
-        try:
+        try:  # from here on, a failure closes the store again (a bad Redis URL, say)
+            if isinstance(self.clock, ClusterClock):
+                self._timekeeper = Timekeeper(self.clock, self.store.now_ms)
+                await self._timekeeper.read()  # before anything is stamped with the time
+            self.queue: ReadyQueue = open_queue(
+                s.redis_url, prefix=s.redis_prefix, now_ms=self.clock.now_ms
+            )
+            self.metrics_store: MetricsStore = open_metrics(
+                self.metrics, s.redis_url, prefix=s.redis_prefix
+            )
             await self._start_roles()
         except BaseException:
             await self.stop()
@@ -363,7 +363,8 @@ class Node:
         if hasattr(self, "metrics_store"):
             with contextlib.suppress(Exception):
                 await self.metrics_store.close()
-        await self.queue.close()
+        if hasattr(self, "queue"):
+            await self.queue.close()
         await self.store.close()
 
     async def __aenter__(self) -> Node:

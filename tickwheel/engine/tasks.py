@@ -213,6 +213,15 @@ class TaskService:
         try:
             held = await self._inserts.submit_many(tasks)
         except RejectedItems as rejected:
+            # An entry the store finds invalid (it waits on an id nobody has) is named like
+            # one found invalid above, with every other such entry; `submit` unpacks one.
+            invalid = [
+                (i, e)
+                for i, e in sorted(rejected.errors.items(), key=lambda item: item[0])
+                if isinstance(e, InvalidRequest)
+            ]
+            if invalid:
+                raise InvalidBatch(invalid) from None
             index, error = next(iter(rejected.errors.items()))
             if len(tasks) == 1:
                 raise error from None

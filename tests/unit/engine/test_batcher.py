@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from tickwheel.engine.batcher import Batcher
+from tickwheel.errors import InvalidRequest, RejectedItems
 
 
 class Store:
@@ -18,6 +19,7 @@ class Store:
         self.gate.set()
         self.started = asyncio.Event()
         self.fail_on: set[int] = set()
+        self.refuse: set[int] = set()
 
     async def flush(self, items: list[int]) -> list[str]:
         self.batches.append(list(items))
@@ -25,6 +27,13 @@ class Store:
         await self.gate.wait()
         if self.fail_on.intersection(items):
             raise RuntimeError(f"batch {items} failed")
+        refused = {
+            i: InvalidRequest("item", f"{item} is refused")
+            for i, item in enumerate(items)
+            if item in self.refuse
+        }
+        if refused:
+            raise RejectedItems(refused)
         return [f"row-{i}" for i in items]
 
 
@@ -144,9 +153,20 @@ async def test_a_failure_while_others_queue_up_spares_the_queued() -> None:
     assert await asyncio.wait_for(asyncio.gather(*queued), timeout=1) == ["row-1", "row-2"]
 
 
-async def test_a_cancelled_caller_does_not_spoil_its_batch() -> None:
+@pytest.mark.parametrize(
+    ("refuse", "batches"),
+    [
+        pytest.param(set(), [[0, 1, 2]], id="its-item-accepted"),
+        # Its refused item fails the flush; the others are flushed again, not left waiting.
+        pytest.param({1}, [[0, 1, 2], [0, 2]], id="its-item-refused"),
+    ],
+)
+async def test_a_cancelled_caller_does_not_spoil_its_batch(
+    refuse: set[int], batches: list[list[int]]
+) -> None:
     store = Store()
     store.gate.clear()
+    store.refuse = refuse
     batcher: Batcher[int, str] = Batcher(store.flush)
     tasks = [asyncio.create_task(batcher.submit(i)) for i in range(3)]
     await store.started.wait()
@@ -156,4 +176,5 @@ async def test_a_cancelled_caller_does_not_spoil_its_batch() -> None:
     assert await asyncio.wait_for(tasks[0], timeout=1) == "row-0"
     assert await asyncio.wait_for(tasks[2], timeout=1) == "row-2"
     assert tasks[1].cancelled()
-    assert await batcher.submit(3) == "row-3"
+    assert store.batches == batches
+    assert await asyncio.wait_for(batcher.submit(3), timeout=1) == "row-3"
