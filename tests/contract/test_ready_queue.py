@@ -376,6 +376,29 @@ async def test_cancelling_a_pull_at_any_moment_loses_nothing_and_keeps_order(
     assert ready_queue.depth() == {"default": 0}
 
 
+async def test_items_put_back_leave_first_in_their_order(ready_queue: ReadyQueue) -> None:
+    low = [item(0), item(0), item(0)]
+    high = item(5)
+    await ready_queue.push([*low, high])
+    pulled = await ready_queue.pull(["default"], limit=3, wait_seconds=0)
+    assert pulled == [high, low[0], low[1]]
+    await ready_queue.put_back([high, low[1]])  # low[0] was taken
+    assert ready_queue.depth() == {"default": 3}
+    assert await drain(ready_queue, ["default"]) == [high, low[1], low[2]]
+
+
+async def test_items_put_back_wake_a_waiting_pull(ready_queue: ReadyQueue) -> None:
+    await ready_queue.push([item(0)])
+    (held,) = await ready_queue.pull(["default"], limit=1, wait_seconds=0)
+    waiting = asyncio.create_task(ready_queue.pull(["default"], limit=1, wait_seconds=5))
+    await asyncio.sleep(0.05)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await ready_queue.put_back([held])
+    assert await waiting == [held]
+    assert loop.time() - started < 1.0
+
+
 # --- several handles on one queue (several nodes) ------------------------------
 
 

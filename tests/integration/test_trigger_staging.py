@@ -3,14 +3,16 @@ and a memory ready queue that stages by the same manual clock.
 
 A staging queue receives what falls due within its `stage_ahead_ms` before it is due
 and shows it only from the due time; cron instances are held in the engine until due,
-since their schedule advances when they fire.
+since their schedule advances when they fire. The queue can be made to fail its pushes
+or its stagings, as an unreachable Redis would: what was not handed over is handed over
+by the next tick, once, and only that.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +25,8 @@ from tickwheel.engine.node import Node
 from tickwheel.engine.routing import Route
 from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskService
 from tickwheel.engine.trigger import TriggerEngine
-from tickwheel.models import ScheduleType
+from tickwheel.models import ScheduleType, Status
+from tickwheel.queue.base import ReadyItem
 from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.sqlite.store import SqliteStore
 
@@ -34,11 +37,33 @@ START_MS = 1_800_000_000_000  # a whole minute
 STAGE_AHEAD_MS = 2000
 
 
+class QueueDown(Exception):
+    """The ready queue refused a call, as an unreachable Redis would."""
+
+
+class FlakyQueue(MemoryReadyQueue):
+    """A memory ready queue whose pushes or stagings fail while named in `failing`."""
+
+    def __init__(self, *, stage_ahead_ms: int, now_ms: ManualClock) -> None:
+        super().__init__(stage_ahead_ms=stage_ahead_ms, now_ms=now_ms.now_ms)
+        self.failing: set[str] = set()
+
+    async def push(self, items: Sequence[ReadyItem]) -> None:
+        if "push" in self.failing:
+            raise QueueDown("push")
+        await super().push(items)
+
+    async def stage(self, items: Sequence[ReadyItem]) -> None:
+        if "stage" in self.failing:
+            raise QueueDown("stage")
+        await super().stage(items)
+
+
 @dataclass
 class Harness:
     store: SqliteStore
     clock: ManualClock
-    queue: MemoryReadyQueue
+    queue: FlakyQueue
     service: TaskService
     trigger: TriggerEngine
     fired_cron: list[tuple[Route, int]]
@@ -74,7 +99,7 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
     store = SqliteStore(str(tmp_path / "s.db"), partitions=PARTITIONS)
     await store.open()
     clock = ManualClock(START_MS)
-    queue = MemoryReadyQueue(stage_ahead_ms=STAGE_AHEAD_MS, now_ms=clock.now_ms)
+    queue = FlakyQueue(stage_ahead_ms=STAGE_AHEAD_MS, now_ms=clock)
     fired: list[tuple[Route, int]] = []
 
     async def on_cron(batch: list[tuple[Route, int]], now_ms: int) -> None:
@@ -85,7 +110,12 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
     for partition in range(PARTITIONS):
         await trigger.gain(partition)
     try:
-        service = TaskService(store=store, clock=clock, partitions=PARTITIONS)
+        service = TaskService(
+            store=store,
+            clock=clock,
+            partitions=PARTITIONS,
+            local_watermark=lambda _: trigger.triggered_until,
+        )
         yield Harness(store, clock, queue, service, trigger, fired)
     finally:
         await trigger.close()
@@ -165,6 +195,53 @@ async def test_a_task_offered_and_then_found_by_its_mark_is_on_the_wheel_once(
     assert h.trigger.size() == 2
     await h.tick_at(START_MS + 20_000)
     assert sorted(await h.visible()) == sorted([first, seq])  # each released once
+
+
+async def test_a_failed_push_leaves_its_tasks_pending_and_the_next_tick_pushes_them(
+    h: Harness,
+) -> None:
+    seq = await h.delayed(START_MS + 100)
+    (record,) = await h.store.get_tasks([seq])
+    h.queue.failing.add("push")
+    with pytest.raises(QueueDown):
+        await h.tick_at(START_MS + 500)
+    assert h.trigger.triggered_until < START_MS + 100  # the watermark stops before it
+    assert h.trigger.handed_until < START_MS + 100
+    assert (await h.service.get(record.task_id)).status is Status.PENDING  # not `ready`
+    h.queue.failing.clear()
+    await h.tick_at(START_MS + 600)
+    assert h.trigger.triggered_until == START_MS + 600
+    assert (await h.service.get(record.task_id)).status is Status.READY
+    assert await h.visible() == [seq]
+
+
+async def test_a_push_that_succeeded_is_not_pushed_again_when_the_staging_fails(
+    h: Harness,
+) -> None:
+    overdue = await h.delayed(START_MS - 10)
+    ahead = await h.delayed(START_MS + 700)
+    h.queue.failing.add("stage")
+    with pytest.raises(QueueDown):
+        await h.tick_at(START_MS)
+    assert h.trigger.triggered_until == START_MS  # `overdue` was handed over
+    assert h.trigger.handed_until < START_MS + 700  # `ahead` was not
+    h.queue.failing.clear()
+    await h.tick_at(START_MS + 1)
+    h.clock.advance(1)
+    assert await h.visible() == [overdue, ahead]  # each once
+
+
+async def test_a_cron_instance_beside_a_failed_push_fires_once(h: Harness) -> None:
+    seq = await h.every_minute()
+    due = START_MS + 60_000
+    task = await h.delayed(due)
+    h.queue.failing.add("push")
+    with pytest.raises(QueueDown):
+        await h.tick_at(due)
+    h.queue.failing.clear()
+    await h.tick_at(due + 1)
+    assert [route.seq for route, _ in h.fired_cron] == [seq]
+    assert await h.visible() == [task]
 
 
 async def test_a_node_in_one_process_stages_a_burst_before_it_is_due(tmp_path: Path) -> None:

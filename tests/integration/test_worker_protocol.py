@@ -205,6 +205,21 @@ async def test_claim_by_task_type_leaves_other_types_queued(api: httpx.AsyncClie
     assert rest["task_id"] == other
 
 
+async def test_a_claim_by_task_type_leaves_other_types_in_their_place(
+    api: httpx.AsyncClient,
+) -> None:
+    """Items of other types ahead of the worker's keep their order (issue 15): they
+    are not sent to the tail of the queue, and a worker taking one task at a time
+    still finds its own behind them."""
+    ahead = [await _submit(api) for _ in range(3)]
+    mine = (await api.post("/api/tasks", json={"task_type": "thumbnail"})).json()["task_id"]
+    behind = await _submit(api)
+    (task,) = await _claim(api, task_types=["thumbnail"], max_tasks=1, wait_seconds=5)
+    assert task["task_id"] == mine
+    rest = [await _claim(api, max_tasks=1, wait_seconds=5) for _ in range(4)]
+    assert [t["task_id"] for (t,) in rest] == [*ahead, behind]
+
+
 async def test_protocol_input_is_validated(api: httpx.AsyncClient) -> None:
     for body in (
         {"worker_id": "w", "max_tasks": 0},

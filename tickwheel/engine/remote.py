@@ -29,6 +29,9 @@ from tickwheel.storage.base import TaskStore, WorkerStore
 
 log = logging.getLogger(__name__)
 
+# How many items of other task types a claim filtered by type looks past for its own.
+TYPE_SCAN_DEPTH = 256
+
 
 class RemoteStore(TaskStore, WorkerStore, Protocol):
     pass
@@ -60,25 +63,57 @@ class RemoteWorkers:
         deadline = loop.time() + wait_seconds
         while True:
             remaining = max(0.0, deadline - loop.time())
-            items = await self._queue.pull(queues, limit=max_tasks, wait_seconds=remaining)
-            pulled = bool(items)
-            if task_types is not None:
-                items = await self._only(items, task_types)
+            if task_types is None:
+                items = await self._queue.pull(queues, limit=max_tasks, wait_seconds=remaining)
+                put_back = 0
+            else:
+                items, put_back = await self._pull_only(queues, task_types, max_tasks, remaining)
             claimed = await self._dispatcher.claim(items, worker_id)
             if claimed or loop.time() >= deadline:
                 return claimed
-            if pulled and not items:  # only other workers' types are waiting: back off
+            if put_back and not items:  # only other workers' types are waiting: back off
                 await asyncio.sleep(min(0.05, max(0.0, deadline - loop.time())))
 
-    async def _only(self, items: list[ReadyItem], task_types: Collection[str]) -> list[ReadyItem]:
-        """Keep the items of these task types; put the others back on the queue."""
-        if not items:
-            return items
-        types = {t.seq: t.task_type for t in await self._store.get_tasks([i.seq for i in items])}
-        mine = [i for i in items if types.get(i.seq) in task_types]
-        others = [i for i in items if i.seq in types and types[i.seq] not in task_types]
-        await self._queue.push(others)
-        return mine
+    async def _pull_only(
+        self,
+        queues: Collection[str],
+        task_types: Collection[str],
+        max_tasks: int,
+        wait_seconds: float,
+    ) -> tuple[list[ReadyItem], int]:
+        """Up to `max_tasks` items of these task types, and how many items it put back.
+
+        The queue knows no task types: this pulls deeper, past up to about
+        `TYPE_SCAN_DEPTH` items of other types, then puts every item it does not take
+        back at the head of its lane, in the order pulled, so a filtered claim never
+        moves other types' tasks behind later ones (nor bounces them between workers of
+        disjoint types). A worker whose tasks wait deeper waits for the others' workers."""
+        pulled: list[ReadyItem] = []
+        mine: list[ReadyItem] = []
+        try:
+            limit, wait = max_tasks, wait_seconds
+            while len(mine) < max_tasks and len(pulled) - len(mine) < TYPE_SCAN_DEPTH:
+                items = await self._queue.pull(queues, limit=limit, wait_seconds=wait)
+                if not items:
+                    break
+                pulled += items
+                types = await self._task_types(items)
+                mine += [i for i in items if types.get(i.seq) in task_types]
+                if gone := {i.seq for i in items} - types.keys():  # deleted: dropped
+                    pulled = [i for i in pulled if i.seq not in gone]
+                limit, wait = max(max_tasks, min(2 * limit, TYPE_SCAN_DEPTH)), 0.0
+        except BaseException:
+            await self._queue.put_back(pulled)
+            raise
+        mine = mine[:max_tasks]
+        taken = {i.seq for i in mine}
+        left = [i for i in pulled if i.seq not in taken]
+        await self._queue.put_back(left)
+        return mine, len(left)
+
+    async def _task_types(self, items: list[ReadyItem]) -> dict[int, str]:
+        """seq -> task type of the items whose task still exists."""
+        return {t.seq: t.task_type for t in await self._store.get_tasks([i.seq for i in items])}
 
     async def heartbeat(self, task_id: str, fence: int) -> int:
         """Extend the lease; return its new expiry (ms)."""

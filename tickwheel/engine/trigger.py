@@ -18,9 +18,10 @@ for their due time, since their schedule advances when they fire.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import heapq
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -68,7 +69,11 @@ class TriggerEngine:
         self._wakeup = asyncio.Event()
         self._load_now = asyncio.Event()
         self._cron_tasks: set[asyncio.Task[None]] = set()
+        # The watermarks: every task due up to `triggered_until` has been pushed (cron
+        # instances passed on), and up to `handed_until` pushed or staged. They move
+        # only past what the queue took.
         self.triggered_until = clock.now_ms()
+        self.handed_until = self.triggered_until + queue.stage_ahead_ms
         self.released = 0
         self._unreleased: list[tuple[int, int]] = []  # popped, not pushed: first next time
         self._stage_ahead_ms = queue.stage_ahead_ms
@@ -84,12 +89,6 @@ class TriggerEngine:
     @property
     def partitions(self) -> frozenset[int]:
         return frozenset(self._wheels)
-
-    @property
-    def handed_until(self) -> int:
-        """Every task due up to this time has left the wheels for the ready queue
-        (released, or staged ahead of its due time), cron instances due later aside."""
-        return self.triggered_until + self._stage_ahead_ms
 
     async def start(self) -> None:
         self._mark_seen = await self._store.max_mark()
@@ -221,7 +220,8 @@ class TriggerEngine:
 
     async def tick(self, now_ms: int) -> int:
         """Release every task due at `now_ms` to the ready queue, in due order, and
-        stage those due within the queue's `stage_ahead_ms`."""
+        stage those due within the queue's `stage_ahead_ms`. If the queue fails, what
+        it took stays handed over and the rest is handed over first at the next tick."""
         due, self._unreleased = self._unreleased, []
         merge = len(due) > 0 or len(self._wheels) > 1
         until = now_ms + self._stage_ahead_ms
@@ -233,26 +233,37 @@ class TriggerEngine:
         if self._early_cron:
             due.extend(self._take_early_cron(now_ms))
             merge = True
-        self.triggered_until = now_ms
-        if not due:
-            return 0
         if merge:
             due.sort(key=itemgetter(1))  # merge the partitions' runs, each already sorted
         cron: list[tuple[Route, int]] = []
+        handed = 0
         try:
-            for start in range(0, len(due), RELEASE_CHUNK):
-                try:
-                    await self._release(due[start : start + RELEASE_CHUNK], cron, now_ms)
-                except Exception:
-                    # The queue is unreachable: what this tick popped and did not push
-                    # is released first at the next tick, not left to the reconciler.
-                    self._unreleased = due[start:]
-                    raise
+            for chunk in _chunks(due, now_ms):
+                await self._release(chunk, cron, now_ms)
+                handed += len(chunk)
+                self._advance(due, handed, now_ms)
+        except Exception:
+            # The queue is unreachable: what it did not take is released first at the
+            # next tick, not left to the reconciler; what it took is not pushed again.
+            self._unreleased = due[handed:]
+            raise
         finally:
-            if cron:  # even when a push failed: these instances left the wheel
+            self._advance(due, handed, now_ms)
+            if cron:  # even when a later push failed: these instances left the wheel
                 self._resolve_cron(cron)
-        self.released += len(due)
-        return len(due)
+            self.released += handed
+        return handed
+
+    def _advance(self, due: list[tuple[int, int]], handed: int, now_ms: int) -> None:
+        """Set the watermarks to `now_ms` and to the end of the stage window, but below
+        the first task of `due` (sorted by due time) past the `handed` first: a task
+        the queue did not take is neither `ready` nor counted as handed over. (This
+        may set them back; the store keeps the highest it was told.)"""
+        triggered, staged = now_ms, now_ms + self._stage_ahead_ms
+        if handed < len(due):
+            before = due[handed][1] - 1
+            triggered, staged = min(triggered, before), min(staged, before)
+        self.triggered_until, self.handed_until = triggered, staged
 
     async def close(self) -> None:
         """Stop resolving cron instances: those not yet advanced stay pending in the
@@ -293,28 +304,37 @@ class TriggerEngine:
         return taken
 
     async def _release(
-        self, due: list[tuple[int, int]], cron: list[tuple[Route, int]], tick_ms: int
+        self, chunk: list[tuple[int, int]], cron: list[tuple[Route, int]], tick_ms: int
     ) -> None:
-        """Push one chunk, stamped with the time it is pushed, then let workers run: a
-        large bucket reaches the workers chunk by chunk instead of all at the end.
-        Tasks not due at the tick are staged: the queue shows them from their due time,
-        so that is their release stamp unless the push itself comes later."""
+        """Push one chunk of tasks due at the tick, stamped with the time it is pushed,
+        and add its cron instances to `cron` once the push succeeded; or stage one chunk
+        of tasks not due yet, which the queue shows from their due time, so that is
+        their release stamp unless the push itself comes later. Then let workers run:
+        a large bucket reaches them chunk by chunk instead of all at the end."""
         route = self._keys.route
         now_ms = self._clock.now_ms()
+        staging = chunk[0][1] > tick_ms  # a chunk is all due at the tick, or all ahead
         items: list[ReadyItem] = []
-        staged: list[ReadyItem] = []
-        for key, due_ms in due:
+        fired: list[tuple[Route, int]] = []
+        for key, due_ms in chunk:
             r = route(key)
-            if due_ms > tick_ms:
-                staged.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, max(due_ms, now_ms)))
+            if staging:
+                items.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, max(due_ms, now_ms)))
             elif r.is_cron:
-                cron.append((r, due_ms))
+                fired.append((r, due_ms))
             else:
                 items.append(ReadyItem(r.seq, r.queue, r.priority, due_ms, now_ms))
         if items:
-            await self._queue.push(items)
+            await (self._queue.stage if staging else self._queue.push)(items)
             self._metrics.released(items)
-        if staged:
-            await self._queue.stage(staged)
-            self._metrics.released(staged)
+        cron += fired
         await asyncio.sleep(0)
+
+
+def _chunks(due: list[tuple[int, int]], tick_ms: int) -> Iterator[list[tuple[int, int]]]:
+    """`due` (sorted by due time) in chunks of at most `RELEASE_CHUNK`: first those due
+    at `tick_ms`, then those to stage, so each chunk is one call to the queue."""
+    ahead = bisect.bisect_right(due, tick_ms, key=itemgetter(1))
+    for first, end in ((0, ahead), (ahead, len(due))):
+        for start in range(first, end, RELEASE_CHUNK):
+            yield due[start : min(start + RELEASE_CHUNK, end)]

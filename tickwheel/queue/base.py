@@ -48,6 +48,11 @@ class ReadyQueue(Protocol):
         `wait_seconds` for the first one."""
         ...
 
+    async def put_back(self, items: Sequence[ReadyItem]) -> None:
+        """Put pulled items that were not taken back at the head of their lanes, in the
+        order given (the order they were pulled in): they leave next, as if never pulled."""
+        ...
+
     def depth(self) -> dict[str, int]:
         """Items waiting per queue, as last seen (cheap: for gauges and admission)."""
         ...

@@ -28,13 +28,20 @@ class _Lanes:
         self.count = 0
 
     def push(self, item: ReadyItem) -> None:
-        lane = self.lanes.get(item.priority)
+        self._lane(item.priority).append(item)
+        self.count += 1
+
+    def push_head(self, item: ReadyItem) -> None:
+        self._lane(item.priority).appendleft(item)
+        self.count += 1
+
+    def _lane(self, priority: int) -> deque[ReadyItem]:
+        lane = self.lanes.get(priority)
         if lane is None:
             # Keep lanes ordered by priority, highest first, so popping walks them in order.
-            self.lanes[item.priority] = lane = deque()
+            self.lanes[priority] = lane = deque()
             self.lanes = dict(sorted(self.lanes.items(), reverse=True))
-        lane.append(item)
-        self.count += 1
+        return lane
 
     def head_priority(self) -> int | None:
         for priority, lane in self.lanes.items():
@@ -65,6 +72,12 @@ class MemoryReadyQueue:
     async def push(self, items: Sequence[ReadyItem]) -> None:
         for item in items:
             self._lanes(item.queue).push(item)
+        if items:
+            self._arrived.set()
+
+    async def put_back(self, items: Sequence[ReadyItem]) -> None:
+        for item in reversed(items):  # each to the head: the last first keeps the order
+            self._lanes(item.queue).push_head(item)
         if items:
             self._arrived.set()
 

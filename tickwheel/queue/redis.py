@@ -328,6 +328,10 @@ class RedisReadyQueue:
         if items:
             await self._put(_by_lane(items, staged=True), mode="stage")
 
+    async def put_back(self, items: Sequence[ReadyItem]) -> None:
+        if items:
+            await self._put(_by_lane(items), mode="head")
+
     async def _put(self, lanes: Lanes, *, mode: str) -> None:
         args: list[str | int | bytes] = [self._prefix, mode]
         for (queue, priority), lane in lanes.items():
@@ -343,7 +347,7 @@ class RedisReadyQueue:
             return await asyncio.shield(popping)
         except asyncio.CancelledError:
             # The script may have run already: put back what it took, then propagate.
-            restoring = asyncio.ensure_future(self._put_back(popping))
+            restoring = asyncio.ensure_future(self._restore(popping))
             self._restoring.add(restoring)
             restoring.add_done_callback(self._restoring.discard)
             await asyncio.shield(restoring)
@@ -360,11 +364,9 @@ class RedisReadyQueue:
         )
         return _Popped(_decode(names, popped), int(staged_in_ms))
 
-    async def _put_back(self, popping: asyncio.Future[_Popped]) -> None:
+    async def _restore(self, popping: asyncio.Future[_Popped]) -> None:
         try:
-            items = (await popping).items
-            if items:
-                await self._put(_by_lane(items), mode="head")
+            await self.put_back((await popping).items)
         except RedisError:
             # Not lost for good: the engine re-queues unclaimed due tasks from the store.
             log.warning("a cancelled pull could not hand its items back", exc_info=True)
