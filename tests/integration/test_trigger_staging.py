@@ -107,8 +107,7 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
 
     trigger = TriggerEngine(store=store, queue=queue, clock=clock, on_cron=on_cron)
     await trigger.start()
-    for partition in range(PARTITIONS):
-        await trigger.gain(partition)
+    await trigger.gain(range(PARTITIONS))
     try:
         service = TaskService(
             store=store,

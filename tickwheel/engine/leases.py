@@ -155,12 +155,13 @@ class PartitionLeases:
     async def _apply(self, got: dict[int, int]) -> None:
         for partition in set(self.held) - set(got):
             self._lose(partition)
-        for partition, epoch in got.items():
-            if self.held.get(partition) != epoch:
-                self._lose(partition)  # re-owned under a new epoch: reload from the store
-                await self._trigger.gain(partition)
-                self.held[partition] = epoch
-                self._metrics.leases_changed(gained=1)
+        gained = {p: e for p, e in got.items() if self.held.get(p) != e}
+        for partition in gained:
+            self._lose(partition)  # re-owned under a new epoch: reload from the store
+        await self._trigger.gain(gained)
+        self.held.update(gained)
+        if gained:
+            self._metrics.leases_changed(gained=len(gained))
 
     def _drop_if_lapsed(self) -> None:
         """Stop triggering everything once our leases may have lapsed unrenewed."""
