@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -91,19 +93,37 @@ class ClusterClock:
 
 
 class ManualClock:
-    """A clock that moves only when told to; `sleep` yields without waiting."""
+    """A clock that moves only when told to. A `sleep` ends once the clock has been
+    moved past its end (a sleep of nothing yields once), so a test drives background
+    loops by moving the clock, without waiting."""
 
     def __init__(self, now_ms: int = 0) -> None:
         self._now_ms = now_ms
+        self._sleepers: list[tuple[int, int, asyncio.Future[None]]] = []  # a heap by end
+        self._order = itertools.count()
 
     def now_ms(self) -> int:
         return self._now_ms
 
     def advance(self, seconds: float) -> None:
         self._now_ms += round(seconds * 1000)
+        while self._sleepers and self._sleepers[0][0] <= self._now_ms:
+            woken = heapq.heappop(self._sleepers)[2]
+            if not woken.done():  # a cancelled sleep is done already
+                woken.set_result(None)
 
     async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(0)
+        end = self._now_ms + round(seconds * 1000)
+        if end <= self._now_ms:
+            await asyncio.sleep(0)
+            return
+        woken = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (end, next(self._order), woken))
+        await woken
+
+    def sleeping(self) -> int:
+        """How many sleeps wait for the clock to move."""
+        return sum(not woken.done() for _, _, woken in self._sleepers)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -115,3 +115,9 @@ class OutcomeUnknown(StoreUnavailable):
 
 class PermanentFailure(TickwheelError):
     """The task failed in a way no retry can fix."""
+
+
+def describe(error: BaseException) -> str:
+    """An error as a log line or a task's last error tells it: its type, and its
+    message when it has one."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -34,9 +34,11 @@ class LogTally:
         message: str,
         *args: object,
         extra: Mapping[str, Any] | None = None,
+        exc_info: BaseException | None = None,
     ) -> bool:
-        """Log `message % args` unless a line of `kind` was logged less than the
-        interval ago (then count it); return whether it was logged."""
+        """Log `message % args` (with the traceback of `exc_info`) unless a line of
+        `kind` was logged less than the interval ago (then count it); return whether it
+        was logged."""
         now = self._clock()
         last = self._last.get(kind)
         if last is not None and now - last < self._every:
@@ -47,5 +49,5 @@ class LogTally:
         if held and last is not None:
             message += " (%d more like it in the last %.0f s were not logged)"
             args = (*args, held, now - last)
-        self._logger.log(level, message, *args, extra=extra)
+        self._logger.log(level, message, *args, extra=extra, exc_info=exc_info)
         return True

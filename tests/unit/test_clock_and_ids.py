@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections import Counter
@@ -122,10 +123,29 @@ def test_to_datetime_round_trips_for_far_future_due_times(ms: int) -> None:
 
 async def test_manual_clock_moves_only_when_told() -> None:
     clock = ManualClock(T0_MS)
-    await clock.sleep(3600)
+    await clock.sleep(0)  # nothing to wait for
+    hour = asyncio.create_task(clock.sleep(3600))
+    await asyncio.sleep(0)
     assert clock.now_ms() == T0_MS
     clock.advance(1.5)
     assert clock.now_ms() == T0_MS + 1_500
+    await asyncio.sleep(0)
+    assert not hour.done() and clock.sleeping() == 1
+
+
+async def test_a_manual_sleep_ends_once_the_clock_moved_past_it() -> None:
+    clock = ManualClock(T0_MS)
+    second, hour = (asyncio.create_task(clock.sleep(s)) for s in (1, 3600))
+    cancelled = asyncio.create_task(clock.sleep(2))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    clock.advance(3599)  # past the second, and the cancelled sleep is left alone
+    await second
+    assert not hour.done() and clock.sleeping() == 1
+    clock.advance(1)
+    await hour
+    assert clock.sleeping() == 0
 
 
 # --- ids ---------------------------------------------------------------------------
