@@ -85,9 +85,13 @@ async def test_retention_drops_an_old_range_whose_tasks_all_ended(
     ended = [await node.service.submit(LATER) for _ in range(3)]
     for submitted in ended:
         await node.service.cancel(submitted.task_id)
-    keep_a_day = Retention(store=store_of(node), range_seconds=0, retention_seconds=86400)
+    keep_a_day = Retention(
+        store=store_of(node), clock=node.clock, range_seconds=0, retention_seconds=86400
+    )
     assert await keep_a_day.once() == 0  # sealed just now, not a day ago
-    retention = Retention(store=store_of(node), range_seconds=0, retention_seconds=0)
+    retention = Retention(
+        store=store_of(node), clock=node.clock, range_seconds=0, retention_seconds=0
+    )
     assert await retention.once() == 2  # r0, whose tasks all ended, and r1, empty
     kept = await node.service.submit(LATER)  # in r2
     assert await retention.once() == 0  # r2 is sealed now, but a task in it waits
@@ -103,7 +107,9 @@ async def test_a_range_holding_an_unfinished_task_is_kept(
 ) -> None:
     waiting = await node.service.submit(LATER)
     await node.service.cancel((await node.service.submit(LATER)).task_id)
-    retention = Retention(store=store_of(node), range_seconds=0, retention_seconds=0)
+    retention = Retention(
+        store=store_of(node), clock=node.clock, range_seconds=0, retention_seconds=0
+    )
     await retention.once()
     await retention.once()
     assert "tasks_r0" in await partitions_of(db, "tasks")

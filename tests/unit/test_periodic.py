@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 import pytest
+from looping import settle
 
 from tickwheel.clock import ManualClock
 from tickwheel.errors import StoreUnavailable
@@ -32,12 +33,6 @@ class Step:
             await self.held.wait()
         if self.error is not None:
             raise self.error
-
-
-async def settle() -> None:
-    """Let the loop run as far as it can without the clock moving."""
-    for _ in range(50):
-        await asyncio.sleep(0)
 
 
 async def passing(clock: ManualClock, seconds: int) -> None:

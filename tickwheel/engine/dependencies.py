@@ -13,13 +13,12 @@ task: the dispatch path does not change.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
 from tickwheel.clock import Clock
+from tickwheel.periodic import Periodic
 from tickwheel.storage.base import TaskStore
-from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +40,16 @@ class DependencyResolver:
         self._store = store
         self._clock = clock
         self._on_unblocked = on_unblocked
-        self._idle_seconds = idle_seconds
-        self._nudged = asyncio.Event()
+        self._loop = Periodic(
+            "dependency resolution", self.resolve, clock=clock, every_seconds=idle_seconds, log=log
+        )
 
     def nudge(self) -> None:
         """Tasks ended here: some may have dependents."""
-        self._nudged.set()
+        self._loop.wake()
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.resolve()
-            except Exception:
-                log.exception("dependency resolution failed; retrying")
-            await wait_event(self._nudged, self._idle_seconds)
-            self._nudged.clear()
+        await self._loop.run()
 
     async def resolve(self) -> int:
         """Propagate everything queued; return how many dependents changed."""

@@ -37,9 +37,10 @@ from collections.abc import Mapping, Sequence
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.errors import StoreUnavailable
 from tickwheel.metrics.recorder import Recorder
+from tickwheel.periodic import Periodic
 from tickwheel.storage.base import Fence, HostLockedStore, LeaseStore
-from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,14 @@ class PartitionLeases:
         self.held: dict[int, int] = {}  # partition -> epoch
         self._valid_until = 0
         self._balance = balance
-        self._changed = asyncio.Event()
+        self._loop = Periodic(
+            "renewing partition leases",
+            self.renew_once,
+            clock=clock,
+            every_seconds=self._ttl_ms / 3000,
+            log=log,
+            quiet=(StoreUnavailable, TimeoutError),
+        )
         self._host_locked = False  # holds the store's host lock (an SQLite file's)
         self._alive: list[str] = []  # the scheduler nodes alive at the last heartbeat
         # Triggering stops this long before the leases could lapse unrenewed.
@@ -81,20 +89,21 @@ class PartitionLeases:
         return fair_share(self.node_id, self._alive, count)
 
     async def run(self) -> None:
-        interval = self._ttl_ms / 3000
-        while True:
-            deadline = self._deadline_seconds()
+        await self._loop.run()
+
+    async def renew_once(self) -> None:
+        """Renew within the time left before the leases lapse; stop triggering if they
+        may have lapsed meanwhile (renewed or not)."""
+        deadline = self._deadline_seconds()
+        try:
             try:
                 async with asyncio.timeout(deadline):
                     got = await self._renew_leases()
-                await self._apply(got)
             except TimeoutError:
-                log.warning("renewing partition leases took longer than %.2f s", deadline)
-            except Exception:
-                log.exception("renewing partition leases failed")
+                raise TimeoutError(f"the renewal took longer than {deadline:.2f} s") from None
+            await self._apply(got)
+        finally:
             self._drop_if_lapsed()
-            await wait_event(self._changed, interval)
-            self._changed.clear()
 
     def _deadline_seconds(self) -> float:
         """A renewal may take until the leases held are about to lapse: a slow link makes
@@ -111,7 +120,7 @@ class PartitionLeases:
 
     def poke(self) -> None:
         """Partitions were given back or a node joined: look for our share now."""
-        self._changed.set()
+        self._loop.wake()
 
     async def renew(self) -> None:
         await self._apply(await self._renew_leases())

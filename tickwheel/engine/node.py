@@ -40,7 +40,7 @@ from tickwheel.engine.workflows import (
 )
 from tickwheel.errors import InvalidRequest
 from tickwheel.metrics import prometheus
-from tickwheel.metrics.base import MetricsStore
+from tickwheel.metrics.base import FLUSH_SECONDS, MetricsStore
 from tickwheel.metrics.factory import open_metrics
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.metrics.window import EndedTally
@@ -54,6 +54,7 @@ from tickwheel.models import (
     TaskOptions,
     reserved_name,
 )
+from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, RangedTaskStore, Store
@@ -193,6 +194,7 @@ class Node:
             app=self.app,
             dispatcher=self.dispatcher,
             queue=self.queue,
+            clock=self.clock,
             worker_id=self.node_id,
             queues=s.queues,
             concurrency=s.concurrency,
@@ -205,6 +207,7 @@ class Node:
             app=App({WORKFLOW_TASK_TYPE: self.app.types[WORKFLOW_TASK_TYPE]}),
             dispatcher=self.dispatcher,
             queue=self.queue,
+            clock=self.clock,
             worker_id=f"{self.node_id}:engine",
             queues=(ENGINE_QUEUE,),
             concurrency=4,
@@ -228,10 +231,11 @@ class Node:
         if Role.WORKER in self.roles:
             self._spawn(self.worker.run())
         if Role.API in self.roles:
-            self._spawn(self._measure_drain())
+            self._spawn(self._drain_loop().run())
         if isinstance(self.store, RangedTaskStore) and self.roles & {Role.API, Role.SCHEDULER}:
             retention = Retention(
                 store=self.store,
+                clock=self.clock,
                 range_seconds=s.task_range_hours * 3600,
                 retention_seconds=None if s.retention_days is None else s.retention_days * 86400,
             )
@@ -275,9 +279,19 @@ class Node:
                 partitions_owned=lambda: len(self.leases.held),
             ),
         )
-        self._spawn(self.metrics_store.run())
+        # Reads flush anyway; this bounds what waits in the recorder. A flush that
+        # fails keeps its counts for the next.
+        flushing = Periodic(
+            "flushing metrics",
+            self.metrics_store.flush,
+            clock=self.clock,
+            every_seconds=FLUSH_SECONDS,
+            log=log,
+            wait_first=True,
+        )
+        self._spawn(flushing.run())
 
-    async def _measure_drain(self) -> None:
+    def _drain_loop(self) -> Periodic:
         """Admission control judges the whole cluster: twice a second this node reads
         the ready queue's depth (a shared queue changes under other nodes' hands) and
         the attempts every worker ended, from the metrics all nodes flush. Where the
@@ -286,17 +300,23 @@ class Node:
         ended = EndedTally()
         shared = Role.WORKER in self.roles
         admitted = self.admission.admitted
-        while True:
-            try:
-                depth = await self.queue.fresh_depth()
-                now_ms = self.clock.now_ms()
-                seconds = await self.metrics_store.seconds(now_ms)
-                contended = shared and self.admission.admitted != admitted
-                admitted = self.admission.admitted
-                self.admission.observe(ended.update(seconds, now_ms), depth, contended=contended)
-            except Exception:
-                log.exception("measuring the drain rate failed")
-            await asyncio.sleep(SAMPLE_SECONDS)
+
+        async def measure() -> None:
+            nonlocal admitted
+            depth = await self.queue.fresh_depth()
+            now_ms = self.clock.now_ms()
+            seconds = await self.metrics_store.seconds(now_ms)
+            contended = shared and self.admission.admitted != admitted
+            admitted = self.admission.admitted
+            self.admission.observe(ended.update(seconds, now_ms), depth, contended=contended)
+
+        return Periodic(
+            "measuring the drain rate",
+            measure,
+            clock=self.clock,
+            every_seconds=SAMPLE_SECONDS,
+            log=log,
+        )
 
     def _on_news(self, news: News) -> None:
         """Another process made tasks pending, ended some with consequences, or moved

@@ -7,7 +7,6 @@ worker's, so a worker that heartbeats at the last moment wins cleanly.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import replace
 
@@ -16,6 +15,7 @@ from tickwheel.engine import attempts
 from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.models import Outcome
+from tickwheel.periodic import Periodic
 from tickwheel.storage.base import DispatchStore
 
 log = logging.getLogger(__name__)
@@ -36,16 +36,17 @@ class Reaper:
         self._dispatcher = dispatcher
         self._trigger = trigger
         self._clock = clock
-        self._interval = interval_seconds
         self._batch = batch
+        self._loop = Periodic(
+            "reaping expired leases",
+            self.reap_once,
+            clock=clock,
+            every_seconds=interval_seconds,
+            log=log,
+        )
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.reap_once()
-            except Exception:
-                log.exception("reaping expired leases failed")
-            await asyncio.sleep(self._interval)
+        await self._loop.run()
 
     async def reap_once(self) -> int:
         partitions = self._trigger.partitions

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Collection
 
 from tickwheel.clock import Clock
 from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.periodic import Periodic
 from tickwheel.storage.base import DispatchStore
 
 log = logging.getLogger(__name__)
@@ -55,40 +56,33 @@ class Reconciler:
         self._clock = clock
         self._oldest_release = oldest_release
         self._wiped = wiped
-        self._watch_seconds = watch_seconds
-        self._queue_unreachable = False
         self._grace_ms = round(grace_seconds * 1000)
-        self._interval = interval_seconds
         self._batch = batch
         self._released: dict[int, int] = {}  # seq -> when this reconciler released it
+        self._reconciling = Periodic(
+            "reconciling overdue tasks",
+            self.reconcile_once,
+            clock=clock,
+            every_seconds=interval_seconds,
+            log=log,
+            wait_first=True,
+        )
+        self._watching = Periodic(
+            "telling whether the ready queue kept its tasks",
+            self.watch_once,
+            clock=clock,
+            every_seconds=watch_seconds,
+            log=log,
+            # The queue being down is told by the trigger, the store's by its health log.
+            quiet=(Exception,),
+        )
 
     async def run(self) -> None:
-        await asyncio.gather(self._watch(), self._reconcile())
+        await asyncio.gather(self._watching.run(), self._reconciling.run())
 
-    async def _reconcile(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.reconcile_once()
-            except Exception:
-                log.exception("reconciling overdue tasks failed")
-
-    async def _watch(self) -> None:
-        while True:
-            try:
-                wiped = await self._wiped()
-            except Exception as error:  # the queue is down: the trigger says so already
-                if not self._queue_unreachable:
-                    log.warning("cannot tell whether the ready queue kept its tasks: %s", error)
-                self._queue_unreachable = True
-            else:
-                self._queue_unreachable = False
-                if wiped:
-                    try:
-                        await self.release_wiped()
-                    except Exception:
-                        log.exception("releasing again what the ready queue lost failed")
-            await asyncio.sleep(self._watch_seconds)
+    async def watch_once(self) -> int:
+        """Ask the queue whether it lost what it held; if it did, release it again."""
+        return await self.release_wiped() if await self._wiped() else 0
 
     async def release_wiped(self) -> int:
         """The queue lost what it held: release again every pending task of the owned

@@ -9,9 +9,10 @@ A range that still holds an unfinished task (a task delayed by a year) is kept.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from tickwheel.clock import Clock
+from tickwheel.periodic import Periodic
 from tickwheel.storage.base import RangedTaskStore
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,7 @@ class Retention:
         self,
         *,
         store: RangedTaskStore,
+        clock: Clock,
         range_seconds: float,
         retention_seconds: float | None,
         interval_seconds: float = 60.0,
@@ -29,15 +31,16 @@ class Retention:
         self._store = store
         self._period_ms = round(range_seconds * 1000)
         self._retention_ms = None if retention_seconds is None else round(retention_seconds * 1000)
-        self._interval = interval_seconds
+        self._loop = Periodic(
+            "rolling or dropping task ranges",
+            self.once,
+            clock=clock,
+            every_seconds=interval_seconds,
+            log=log,
+        )
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.once()
-            except Exception:
-                log.exception("rolling or dropping task ranges failed; again in a while")
-            await asyncio.sleep(self._interval)
+        await self._loop.run()
 
     async def once(self) -> int:
         """Roll the ranges; drop the expired ones; return how many were dropped."""

@@ -3,12 +3,12 @@ and a loud warning while this host's own clock disagrees with it."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from tickwheel.clock import ClusterClock, Reading
+from tickwheel.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,16 @@ class Timekeeper:
         self._store_now_ms = store_now_ms
         self._skewed = False
         self._warned_at = -WARN_EVERY_SECONDS
-        self._failed = False
+        # Between readings, and while the store is away, time is kept from the last offset.
+        self._loop = Periodic(
+            "reading the store's clock",
+            self.read,
+            clock=clock,
+            every_seconds=READ_EVERY_SECONDS,
+            log=log,
+            wait_first=True,
+            quiet=(Exception,),  # the store is away: its health log tells why
+        )
 
     async def read(self) -> Reading:
         reading = await self._clock.read(self._store_now_ms)
@@ -32,18 +41,7 @@ class Timekeeper:
         return reading
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(READ_EVERY_SECONDS)
-            try:
-                await self.read()
-            except Exception as error:  # the store is away: keep the last offset
-                if not self._failed:
-                    log.warning(
-                        "could not read the store's clock (%s): keeping time as before", error
-                    )
-                self._failed = True
-            else:
-                self._failed = False
+        await self._loop.run()
 
     def _judge(self, reading: Reading) -> None:
         skewed = abs(reading.skew_ms) > SKEW_WARNING_MS + reading.uncertainty_ms

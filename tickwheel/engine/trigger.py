@@ -30,6 +30,7 @@ from tickwheel.core.wheel import TimingWheel
 from tickwheel.engine.routing import Route, RoutingKeys
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import TaskRecord, WheelEntry
+from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import DispatchStore
 from tickwheel.waiting import wait_event
@@ -60,14 +61,19 @@ class TriggerEngine:
         self._clock = clock
         self._on_cron = on_cron
         self._horizon_ms = round(horizon_seconds * 1000)
-        self._load_interval = load_interval_seconds
         self._keys = RoutingKeys()
         self._wheels: dict[int, TimingWheel] = {}
         self._load_lock = asyncio.Lock()
         self._loaded_until = clock.now_ms()
         self._mark_seen = 0
         self._wakeup = asyncio.Event()
-        self._load_now = asyncio.Event()
+        self._loader = Periodic(
+            "loading the wheels",
+            self.load_once,
+            clock=clock,
+            every_seconds=load_interval_seconds,
+            log=log,
+        )
         self._cron_tasks: set[asyncio.Task[None]] = set()
         # The watermarks: every task due up to `triggered_until` has been pushed (cron
         # instances passed on), and up to `handed_until` pushed or staged. They move
@@ -137,7 +143,7 @@ class TriggerEngine:
 
     def poke(self) -> None:
         """New tasks were committed: look for them now instead of at the next load."""
-        self._load_now.set()
+        self._loader.wake()
 
     def _insert(self, rows: Iterable[WheelEntry]) -> None:
         keys, wheels = self._keys, self._wheels
@@ -162,13 +168,7 @@ class TriggerEngine:
     # -- the loader ----------------------------------------------------------
 
     async def run_loader(self) -> None:
-        while True:
-            try:
-                await self.load_once()
-            except Exception:
-                log.exception("loading the wheels failed; retrying")
-            await wait_event(self._load_now, self._load_interval)
-            self._load_now.clear()
+        await self._loader.run()
 
     async def load_once(self) -> None:
         async with self._load_lock:

@@ -6,14 +6,12 @@ from typing import Protocol
 
 from tickwheel.metrics.window import Seconds
 
+FLUSH_SECONDS = 1.0  # how often a node ships its counts (reads flush too)
+
 
 class MetricsStore(Protocol):
     async def flush(self) -> None:
         """Ship what the recorder counted since the last flush."""
-        ...
-
-    async def run(self) -> None:
-        """Flush once a second until cancelled."""
         ...
 
     async def seconds(self, now_ms: int) -> Seconds:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 from tickwheel.metrics.recorder import Recorder, Second
@@ -21,11 +20,6 @@ class MemoryMetrics:
             oldest = max(self._seconds) - WINDOW_SECONDS + 1
             for second in [s for s in self._seconds if s < oldest]:
                 del self._seconds[second]
-
-    async def run(self) -> None:
-        while True:  # reads flush anyway; this bounds what waits in the recorder
-            await asyncio.sleep(1.0)
-            await self.flush()
 
     async def seconds(self, now_ms: int) -> Seconds:
         await self.flush()

@@ -14,7 +14,6 @@ is read once and kept; only the last few seconds are read again on each call.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -27,7 +26,6 @@ log = logging.getLogger(__name__)
 
 EXPIRE_SECONDS = WINDOW_SECONDS + 60
 FINAL_AFTER_SECONDS = 5
-FLUSH_SECONDS = 1.0
 
 
 class RedisMetrics:
@@ -62,14 +60,6 @@ class RedisMetrics:
             # short may count some fields twice: a dashboard can live with that.
             self._recorder.give_back(taken)
             raise
-
-    async def run(self) -> None:
-        while True:
-            await asyncio.sleep(FLUSH_SECONDS)
-            try:
-                await self.flush()
-            except Exception:
-                log.exception("flushing metrics to Redis failed; counts kept for the next try")
 
     async def seconds(self, now_ms: int) -> Seconds:
         await self.flush()  # this node's own counts of the current second count too

@@ -19,11 +19,12 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tickwheel.clock import to_datetime
+from tickwheel.clock import Clock, to_datetime
 from tickwheel.engine.dispatch import Dispatcher
-from tickwheel.errors import PermanentFailure
+from tickwheel.errors import PermanentFailure, describe
 from tickwheel.log_tally import LogTally
 from tickwheel.models import ClaimedTask, Finish, Outcome
+from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
@@ -49,6 +50,7 @@ class Worker:
         app: App,
         dispatcher: Dispatcher,
         queue: ReadyQueue,
+        clock: Clock,
         worker_id: str | None = None,
         queues: Collection[str] = ("default",),
         concurrency: int = 64,
@@ -88,6 +90,14 @@ class Worker:
         self._pulling_done = asyncio.Event()
         self._pulls: set[asyncio.Future[list[ReadyItem]]] = set()  # to cancel at stop
         self._heartbeats: asyncio.Task[None] | None = None
+        self._beating = Periodic(
+            "heartbeating the tasks in flight",
+            self._heartbeat,
+            clock=clock,
+            every_seconds=dispatcher.lease_ms / 3000,
+            log=log,
+            wait_first=True,
+        )
         # Where each claimed task's lease ends (cluster ms) as last extended: its claim's
         # own until a heartbeat gets through.
         self._leases: dict[int, int] = {}
@@ -96,6 +106,7 @@ class Worker:
         self._registry = registry
         self._report_seconds = report_seconds
         self._reports: asyncio.Task[None] | None = None
+        self._clock = clock
         self.completed = 0
 
     # -- pulling -------------------------------------------------------------
@@ -107,9 +118,9 @@ class Worker:
         has one long poll waiting."""
         # Heartbeats outlive the pull loop: they keep running tasks' leases alive
         # through a graceful shutdown, and `stop` ends them last.
-        self._heartbeats = asyncio.create_task(self._heartbeat_loop())
+        self._heartbeats = asyncio.create_task(self._beating.run())
         if self._registry is not None:
-            self._reports = asyncio.create_task(self._report_loop(self._registry))
+            self._reports = asyncio.create_task(self._report_loop(self._registry).run())
         try:
             while not self._stopping:
                 # Tasks writing their ends hold no slot: their writes are batched, and
@@ -326,38 +337,34 @@ class Worker:
 
     # -- leases --------------------------------------------------------------
 
-    async def _heartbeat_loop(self) -> None:
-        interval = self._dispatcher.lease_ms / 3000
-        while True:
-            await asyncio.sleep(interval)
-            fences = {seq: task.fence for seq, (task, _) in self._inflight.items()}
-            fences.update((task.seq, task.fence) for task in self._claimed)
-            # At most what the dispatcher sets: it reads the clock after this.
-            until = self._dispatcher.now_ms() + self._dispatcher.lease_ms
-            try:
-                stale = await self._dispatcher.heartbeat(fences)
-            except Exception:
-                log.exception("heartbeat failed; retrying")
-                continue
-            self._leases.update((seq, until) for seq in fences if seq not in stale)
-            for seq in stale:
-                self._revoked.add(seq)  # one still waiting for a slot is never started
-                entry = self._inflight.get(seq)
-                if entry is not None:
-                    entry[1].cancel()
+    async def _heartbeat(self) -> None:
+        """Extend the lease of every claimed task in one write; stop the handlers of
+        those whose fence is stale."""
+        fences = {seq: task.fence for seq, (task, _) in self._inflight.items()}
+        fences.update((task.seq, task.fence) for task in self._claimed)
+        # At most what the dispatcher sets: it reads the clock after this.
+        until = self._dispatcher.now_ms() + self._dispatcher.lease_ms
+        stale = await self._dispatcher.heartbeat(fences)
+        self._leases.update((seq, until) for seq in fences if seq not in stale)
+        for seq in stale:
+            self._revoked.add(seq)  # one still waiting for a slot is never started
+            entry = self._inflight.get(seq)
+            if entry is not None:
+                entry[1].cancel()
 
     # -- being seen ----------------------------------------------------------
 
-    async def _report_loop(self, registry: WorkerStore) -> None:
+    def _report_loop(self, registry: WorkerStore) -> Periodic:
         """One upsert per interval, whatever the number of tasks."""
         beat = WorkerBeat(self.worker_id, "in_process", self._queues, self._concurrency)
         ttl_ms = round(self._report_seconds * 3000)
-        while True:
-            try:
-                await registry.worker_seen(beat, ttl_ms=ttl_ms)
-            except Exception:
-                log.exception("reporting this worker alive failed; retrying")
-            await asyncio.sleep(self._report_seconds)
+        return Periodic(
+            "reporting this worker alive",
+            functools.partial(registry.worker_seen, beat, ttl_ms=ttl_ms),
+            clock=self._clock,
+            every_seconds=self._report_seconds,
+            log=log,
+        )
 
     async def _stop_reports(self) -> None:
         if self._reports is None or self._registry is None:
@@ -415,8 +422,7 @@ class Worker:
 
 
 def _describe(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return text[:MAX_ERROR_CHARS]
+    return describe(error)[:MAX_ERROR_CHARS]
 
 
 def _ids(task: ClaimedTask) -> dict[str, Any]:
