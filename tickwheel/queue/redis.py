@@ -23,7 +23,7 @@ members would also have to be unique). The small zset per queue names its non-em
 priorities, so a pop finds the best head across queues with one ZREVRANGE per queue
 and lane change, then takes whole runs with one LPOP each: O(batch).
 
-Push and pop are one Lua script each: one round trip, and atomic, so the lanes, the
+Push and pop are one Lua script each (`lua/*.lua`): one round trip, and atomic, so the lanes, the
 priorities and the depth counters always agree and an item leaves exactly once. If a
 pull is cancelled while its pop is in flight, the items it popped go back to the head
 of their lanes before the cancellation propagates: a pull never loses what it popped.
@@ -61,6 +61,7 @@ import struct
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from importlib import resources
 from typing import Any, NamedTuple, cast
 
 from redis.asyncio import Redis
@@ -74,144 +75,18 @@ log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "tickwheel:"
 _RESUBSCRIBE_SECONDS = 1.0
 
-# ARGV: prefix, "head" | "tail" | "stage", then per lane: queue, priority, count, and
-# count items ("stage": count (due_ms, item) pairs, which wait in the lane's stage until
-# due). Returns the new depth of each queue, in the order the queues first appear.
-_PUSH = """
-local prefix, mode = ARGV[1], ARGV[2]
-local width = (mode == 'stage') and 2 or 1
-local added, order = {}, {}
-local at = 3
-while at <= #ARGV do
-  local queue, priority = ARGV[at], ARGV[at + 1]
-  local first, last = at + 3, at + 2 + width * tonumber(ARGV[at + 2])
-  local count = 0
-  if mode == 'stage' then
-    local stage = prefix .. 'stage:' .. queue .. ':' .. priority
-    for from = first, last, 1000 do  -- unpack is bounded by Lua's C stack
-      count = count + redis.call('ZADD', stage, unpack(ARGV, from, math.min(from + 999, last)))
-    end
-    redis.call('ZADD', prefix .. 'staged:' .. queue, priority, priority)
-  else
-    local lane = prefix .. 'lane:' .. queue .. ':' .. priority
-    local verb = (mode == 'head') and 'LPUSH' or 'RPUSH'
-    for from = first, last, 1000 do
-      redis.call(verb, lane, unpack(ARGV, from, math.min(from + 999, last)))
-    end
-    redis.call('ZADD', prefix .. 'prio:' .. queue, priority, priority)
-    count = last - first + 1
-  end
-  if added[queue] == nil then
-    order[#order + 1] = queue
-    added[queue] = 0
-  end
-  added[queue] = added[queue] + count
-  at = last + 1
-end
-local depths = {}
-for i, queue in ipairs(order) do
-  depths[i] = redis.call('HINCRBY', prefix .. 'depth', queue, added[queue])
-  redis.call('PUBLISH', prefix .. 'wake', queue)
-end
-return depths
-"""
 
-# ARGV: prefix, limit, now (epoch ms, the cluster's clock), queue names. Pops up to
-# `limit` items, highest priority first (ties go to the queue named first), FIFO within
-# a lane.
-# Returns {{queue index (0-based), priority, {items}, ...}, {depth of each queue}, ms
-# until the earliest item still staged is due (-1: none)}.
-_POP = """
-local prefix, limit, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local queues = {unpack(ARGV, 4)}
--- Staged items due by now join the tail of their lane (up to a batch per lane: the
--- work of a pop stays bounded, and what is left is promoted by the next).
-local next_due = -1
-for i = 1, #queues do
-  local staged = prefix .. 'staged:' .. queues[i]
-  for _, priority in ipairs(redis.call('ZRANGE', staged, 0, -1)) do
-    local stage = prefix .. 'stage:' .. queues[i] .. ':' .. priority
-    local ready = redis.call('ZRANGE', stage, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
-    if #ready > 0 then
-      local lane = prefix .. 'lane:' .. queues[i] .. ':' .. priority
-      for from = 1, #ready, 1000 do
-        redis.call('RPUSH', lane, unpack(ready, from, math.min(from + 999, #ready)))
-      end
-      redis.call('ZADD', prefix .. 'prio:' .. queues[i], priority, priority)
-      redis.call('ZREMRANGEBYRANK', stage, 0, #ready - 1)
-    end
-    local first = redis.call('ZRANGE', stage, 0, 0, 'WITHSCORES')
-    if first[1] then
-      local due = tonumber(first[2])
-      if next_due < 0 or due < next_due then next_due = due end
-    else
-      redis.call('ZREM', staged, priority)
-    end
-  end
-end
-local function head(i)
-  local top = redis.call('ZREVRANGE', prefix .. 'prio:' .. queues[i], 0, 0, 'WITHSCORES')
-  if top[1] then return {top[1], tonumber(top[2])} end
-  return false
-end
-local heads = {}
-for i = 1, #queues do heads[i] = head(i) end
-local taken, popped = 0, {}
-while taken < limit do
-  local best = nil
-  for i = 1, #queues do
-    if heads[i] and (best == nil or heads[i][2] > heads[best][2]) then best = i end
-  end
-  if best == nil then break end
-  local queue, priority = queues[best], heads[best][1]
-  local lane = prefix .. 'lane:' .. queue .. ':' .. priority
-  local want = limit - taken
-  local items = redis.call('LPOP', lane, want) or {}
-  if #items > 0 then
-    popped[#popped + 1] = best - 1
-    popped[#popped + 1] = priority
-    popped[#popped + 1] = items
-    taken = taken + #items
-    redis.call('HINCRBY', prefix .. 'depth', queue, -#items)
-  end
-  if #items < want or redis.call('EXISTS', lane) == 0 then  -- the lane is empty
-    redis.call('ZREM', prefix .. 'prio:' .. queue, priority)
-    heads[best] = head(best)
-  end
-end
-local depths = {}
-if #queues > 0 then depths = redis.call('HMGET', prefix .. 'depth', unpack(queues)) end
-return {popped, depths, (next_due < 0) and -1 or math.max(0, next_due - now)}
-"""
+def _script(name: str) -> str:
+    """A Lua script of `lua/`, whose header names the keys it touches, its ARGV and
+    what it returns."""
+    folder = resources.files(__package__ or "tickwheel.queue").joinpath("lua")
+    return folder.joinpath(f"{name}.lua").read_text()
 
-# ARGV: prefix, a new token. The queue's incarnation, set to the token if missing.
-_INCARNATION = """
-local key = ARGV[1] .. 'incarnation'
-local found = redis.call('GET', key)
-if found then return found end
-redis.call('SET', key, ARGV[2])
-return ARGV[2]
-"""
 
-# ARGV: prefix, queue names. Per queue, the heads of its non-empty lanes and stages
-# (packed items).
-_HEADS = """
-local prefix = ARGV[1]
-local heads = {}
-for i = 2, #ARGV do
-  local found = {}
-  for _, priority in ipairs(redis.call('ZRANGE', prefix .. 'prio:' .. ARGV[i], 0, -1)) do
-    local head = redis.call('LINDEX', prefix .. 'lane:' .. ARGV[i] .. ':' .. priority, 0)
-    if head then found[#found + 1] = head end
-  end
-  for _, priority in ipairs(redis.call('ZRANGE', prefix .. 'staged:' .. ARGV[i], 0, -1)) do
-    local head = redis.call('ZRANGE', prefix .. 'stage:' .. ARGV[i] .. ':' .. priority, 0, 0)
-    if head[1] then found[#found + 1] = head[1] end
-  end
-  heads[i - 1] = found
-end
-return heads
-"""
+_PUSH = _script("push")
+_POP = _script("pop")
+_HEADS = _script("heads")
+_INCARNATION = _script("incarnation")
 
 # Binary, not text: packing and unpacking cost a third of formatting and parsing.
 _ITEM = struct.Struct("<qqq")  # seq, due_ms, triggered_ms

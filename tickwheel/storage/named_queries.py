@@ -1,8 +1,9 @@
 """Loads a store's named queries from its `queries.sql` (`-- name: NAME` before each).
 
 Both stores name the same columns, so `{task_columns}` and `{schedule_columns}` expand
-to one list each, in the order the row readers expect; `{s.schedule_columns}` is the
-latter qualified by the alias `s`, for a query that joins schedules to their tasks.
+to one list each, every column the row readers (rows.py) read by name;
+`{s.schedule_columns}` is the latter qualified by the alias `s`, for a query that joins
+schedules to their tasks.
 """
 
 from __future__ import annotations

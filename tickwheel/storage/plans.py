@@ -263,10 +263,21 @@ class Ends:
         (seq, attempts, started_at, worker_id, schedule_id)."""
         executions = []
         for row in written:
-            seq, attempts, started, worker_id, schedule_id = (row[i] for i in range(5))
-            f = self.first[seq]
-            run = (seq, schedule_id, attempts, f.fence, worker_id, started, f.ended_ms)
-            executions.append((*run, str(f.outcome), f.error, f.retry_at_ms))
+            f = self.first[row["seq"]]
+            executions.append(
+                (
+                    f.seq,
+                    row["schedule_id"],
+                    row["attempts"],
+                    f.fence,
+                    row["worker_id"],
+                    row["started_at"],
+                    f.ended_ms,
+                    str(f.outcome),
+                    f.error,
+                    f.retry_at_ms,
+                )
+            )
         return executions
 
     def answers(self, written: set[int], repeats: Sequence[bool]) -> list[bool]:
@@ -280,11 +291,20 @@ def cancelled_run(cancelled: Row | None, fence: int, now_ms: int) -> tuple[Any, 
     returned (seq, attempts, started_at, worker_id, schedule_id, lease_expires_at): a
     task cancelled while running keeps its lease, one cancelled before has none. None
     when nothing was running (or nothing was cancelled)."""
-    if cancelled is None or cancelled[5] is None:
+    if cancelled is None or cancelled["lease_expires_at"] is None:
         return None
-    seq, attempts, started, worker_id, schedule_id = (cancelled[i] for i in range(5))
-    run = (seq, schedule_id, attempts, fence, worker_id, started, now_ms)
-    return (*run, str(Outcome.CANCELLED), "cancelled while it ran", None)
+    return (
+        cancelled["seq"],
+        cancelled["schedule_id"],
+        cancelled["attempts"],
+        fence,
+        cancelled["worker_id"],
+        cancelled["started_at"],
+        now_ms,
+        str(Outcome.CANCELLED),
+        "cancelled while it ran",
+        None,
+    )
 
 
 # -- ordering keys ----------------------------------------------------------------
@@ -301,7 +321,7 @@ def still_held(held: Row | None, now_ms: int) -> Turn | None:
     it ends for good, and a cancelled one until its attempt's lease ends; else None."""
     if held is None:
         return None
-    holder, status, lease_until = held[0], held[1], held[2]
+    holder, status, lease_until = held["holder_seq"], held["status"], held["lease_expires_at"]
     if not Status(status).is_final:
         return Turn(holder)
     if status == Status.CANCELLED and lease_until is not None and lease_until > now_ms:
@@ -314,8 +334,8 @@ def ends_by_key(ended: Iterable[Row]) -> dict[str, list[int]]:
     (a lock order)."""
     grouped: dict[str, list[int]] = {}
     for row in ended:
-        if row[3] is not None:
-            grouped.setdefault(row[3], []).append(row[0])
+        if row["ordering_key"] is not None:
+            grouped.setdefault(row["ordering_key"], []).append(row["seq"])
     return dict(sorted(grouped.items()))
 
 

@@ -1,4 +1,7 @@
-"""Rows <-> records: the column order both stores share (see named_queries.py)."""
+"""Rows <-> records. Rows are read by column name, so a query may order or add columns
+freely: both stores' queries name their columns alike (see named_queries.py), and an
+expression or a column read twice (an instance's status beside its schedule's) gets an
+alias. Parameters still go in the order of the statements' placeholders."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from tickwheel.models import (
     Status,
     TaskOptions,
     TaskRecord,
+    WheelEntry,
     WorkflowRecord,
 )
 from tickwheel.storage.base import (
@@ -24,13 +28,12 @@ from tickwheel.storage.base import (
     WorkerRecord,
     WorkflowSummary,
 )
-from tickwheel.storage.named_queries import SCHEDULE_COLUMNS
 
 
 class Row(Protocol):
-    """A row by position: a tuple from sqlite3, a Record from asyncpg."""
+    """A row by column name: a sqlite3.Row, a Record from asyncpg."""
 
-    def __getitem__(self, index: int, /) -> Any: ...
+    def __getitem__(self, name: str, /) -> Any: ...
 
 
 def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
@@ -70,7 +73,7 @@ def edge_state(predecessor: Status) -> str:
 
 
 def option_params(o: TaskOptions) -> list[Any]:
-    """The option columns, in the order of `_options` and of both tables."""
+    """The option columns, in the order of both tables (and of the statements' placeholders)."""
     return [
         o.queue,
         o.priority,
@@ -81,55 +84,85 @@ def option_params(o: TaskOptions) -> list[Any]:
     ]
 
 
-def options(r: Row, at: int) -> TaskOptions:
-    return TaskOptions(r[at], r[at + 1], r[at + 2], r[at + 3], r[at + 4], r[at + 5])
+def options(r: Row) -> TaskOptions:
+    return TaskOptions(
+        r["queue"],
+        r["priority"],
+        r["max_retries"],
+        r["backoff_base"],
+        r["backoff_max"],
+        r["timeout_seconds"],
+    )
 
 
 def task(r: Row) -> TaskRecord:
     return TaskRecord(
-        seq=r[0],
-        task_id=r[1],
-        partition=r[2],
-        task_type=r[3],
-        payload=json.loads(r[4]),
-        status=Status(r[5]),
-        version=r[6],
-        schedule_type=ScheduleType(r[7]),
-        schedule_id=r[8],
-        due_ms=r[9],
-        options=options(r, 10),
-        attempts=r[16],
-        created_ms=r[17],
-        triggered_ms=r[18],
-        started_ms=r[19],
-        completed_ms=r[20],
-        lease_expires_ms=r[21],
-        worker_id=r[22],
-        last_error=r[23],
-        idempotency_key=r[24],
-        workflow_id=r[25],
-        node_name=r[26],
-        ordering_key=r[27],
+        seq=r["seq"],
+        task_id=r["task_id"],
+        partition=r["partition"],
+        task_type=r["task_type"],
+        payload=json.loads(r["payload"]),
+        status=Status(r["status"]),
+        version=r["version"],
+        schedule_type=ScheduleType(r["schedule_type"]),
+        schedule_id=r["schedule_id"],
+        due_ms=r["due_time"],
+        options=options(r),
+        attempts=r["attempts"],
+        created_ms=r["created_at"],
+        triggered_ms=r["triggered_at"],
+        started_ms=r["started_at"],
+        completed_ms=r["completed_at"],
+        lease_expires_ms=r["lease_expires_at"],
+        worker_id=r["worker_id"],
+        last_error=r["last_error"],
+        idempotency_key=r["idempotency_key"],
+        workflow_id=r["workflow_id"],
+        node_name=r["node_name"],
+        ordering_key=r["ordering_key"],
     )
 
 
 def claimed(r: Row) -> ClaimedTask:
     return ClaimedTask(
-        seq=r[0],
-        task_id=r[1],
-        task_type=r[2],
-        payload=json.loads(r[3]),
-        attempt=r[4],
-        fence=r[5],
-        due_ms=r[6],
-        lease_expires_ms=r[7],
-        timeout_seconds=r[13],
-        options=options(r, 8),
+        seq=r["seq"],
+        task_id=r["task_id"],
+        task_type=r["task_type"],
+        payload=json.loads(r["payload"]),
+        attempt=r["attempts"],
+        fence=r["version"],
+        due_ms=r["due_time"],
+        lease_expires_ms=r["lease_expires_at"],
+        timeout_seconds=r["timeout_seconds"],
+        options=options(r),
+    )
+
+
+def wheel_entry(r: Row) -> WheelEntry:
+    return WheelEntry(
+        r["seq"],
+        r["partition"],
+        r["due_time"],
+        r["queue"],
+        r["priority"],
+        bool(r["is_cron"]),  # an integer from SQLite
+        r["mark"],
     )
 
 
 def execution(r: Row) -> ExecutionRecord:
-    return ExecutionRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], Outcome(r[7]), r[8], r[9])
+    return ExecutionRecord(
+        id=r["id"],
+        task_id=r["task_id"],
+        attempt=r["attempt"],
+        fence=r["fence"],
+        worker_id=r["worker_id"],
+        started_ms=r["started_at"],
+        ended_ms=r["ended_at"],
+        outcome=Outcome(r["outcome"]),
+        error=r["error"],
+        retry_at_ms=r["retry_at"],
+    )
 
 
 def schedule_params(s: ScheduleRecord) -> list[Any]:
@@ -153,55 +186,63 @@ def schedule_params(s: ScheduleRecord) -> list[Any]:
 
 def schedule(r: Row) -> ScheduleRecord:
     return ScheduleRecord(
-        schedule_id=r[0],
-        task_type=r[1],
-        payload=json.loads(r[2]),
-        options=options(r, 3),
-        cron_expression=r[9],
-        timezone=r[10],
-        jitter_seconds=r[11],
-        misfire_policy=r[12],
-        overlap_policy=r[13],
-        status=r[14],
-        version=r[15],
-        current_seq=r[16],
-        previous_seq=r[17],
-        created_ms=r[18],
+        schedule_id=r["schedule_id"],
+        task_type=r["task_type"],
+        payload=json.loads(r["payload"]),
+        options=options(r),
+        cron_expression=r["cron_expression"],
+        timezone=r["timezone"],
+        jitter_seconds=r["jitter_seconds"],
+        misfire_policy=r["misfire_policy"],
+        overlap_policy=r["overlap_policy"],
+        status=r["status"],
+        version=r["version"],
+        current_seq=r["current_seq"],
+        previous_seq=r["previous_seq"],
+        created_ms=r["created_at"],
     )
 
 
 def schedule_summary(r: Row) -> ScheduleSummary:
-    """A schedule's columns, then (task_id, status, due, completed) of its current and
-    of its previous instance, null when it has none."""
-    width = len(SCHEDULE_COLUMNS.split(","))
-    return ScheduleSummary(schedule(r), _instance(r, width), _instance(r, width + 4))
+    """A schedule's columns, then task_id, status, due_time and completed_at of its
+    current and of its previous instance, prefixed `current_` and `previous_`, null
+    when it has none."""
+    return ScheduleSummary(schedule(r), _instance(r, "current_"), _instance(r, "previous_"))
 
 
-def _instance(r: Row, at: int) -> InstanceBrief | None:
-    if r[at] is None:
+def _instance(r: Row, prefix: str) -> InstanceBrief | None:
+    task_id = r[prefix + "task_id"]
+    if task_id is None:
         return None
-    return InstanceBrief(r[at], Status(r[at + 1]), r[at + 2], r[at + 3])
+    return InstanceBrief(
+        task_id,
+        Status(r[prefix + "status"]),
+        r[prefix + "due_time"],
+        r[prefix + "completed_at"],
+    )
+
+
+def workflow(r: Row) -> WorkflowRecord:
+    return WorkflowRecord(r["workflow_id"], r["name"], r["created_at"], r["request_hash"])
 
 
 def workflow_summaries(workflows: Sequence[Row], counts: Sequence[Row]) -> list[WorkflowSummary]:
     """Workflows with their tasks counted by status, from rows of
     (workflow_id, status, count)."""
-    counted: dict[str, dict[Status, int]] = {w[0]: {} for w in workflows}
+    counted: dict[str, dict[Status, int]] = {w["workflow_id"]: {} for w in workflows}
     for c in counts:
-        counted[c[0]][Status(c[1])] = c[2]
-    return [
-        WorkflowSummary(WorkflowRecord(w[0], w[1], w[2], w[3]), counted[w[0]]) for w in workflows
-    ]
+        counted[c["workflow_id"]][Status(c["status"])] = c["count"]
+    return [WorkflowSummary(workflow(w), counted[w["workflow_id"]]) for w in workflows]
 
 
 def worker(r: Row) -> WorkerRecord:
     return WorkerRecord(
-        worker_id=r[0],
-        kind=r[1],
-        queues=tuple(json.loads(r[2])),
-        concurrency=r[3],
-        started_ms=r[4],
-        seen_ms=r[5],
-        expires_ms=r[6],
-        inflight=r[7],
+        worker_id=r["worker_id"],
+        kind=r["kind"],
+        queues=tuple(json.loads(r["queues"])),
+        concurrency=r["concurrency"],
+        started_ms=r["started_at"],
+        seen_ms=r["seen_at"],
+        expires_ms=r["expires_at"],
+        inflight=r["inflight"],
     )

@@ -169,12 +169,12 @@ SELECT task_id, request_hash FROM tasks WHERE task_id = ANY($1::text[]);
 SELECT task_id, seq FROM tasks WHERE task_id = ANY($1::text[]);
 
 -- name: load_due_range
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks
 WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time > $2 AND due_time <= $3;
 
 -- name: load_new
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks
 WHERE mark > $2 AND status = 'pending' AND due_time <= $3 AND partition = ANY($1::int[]);
 
@@ -457,7 +457,7 @@ DELETE FROM scheduler_nodes WHERE node_id = $1;
 SELECT pg_notify($1, '');
 
 -- name: overdue
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks
 WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time < $2
 ORDER BY due_time
@@ -504,14 +504,16 @@ ORDER BY created_at DESC, workflow_id DESC
 LIMIT $3;
 
 -- name: workflow_counts
-SELECT workflow_id, status, COUNT(*) FROM tasks
+SELECT workflow_id, status, COUNT(*) AS count FROM tasks
 WHERE workflow_id = ANY($1::text[])
 GROUP BY workflow_id, status;
 
 -- name: list_schedules
 SELECT {s.schedule_columns},
-       c.task_id, c.status, c.due_time, c.completed_at,
-       p.task_id, p.status, p.due_time, p.completed_at
+       c.task_id AS current_task_id, c.status AS current_status,
+       c.due_time AS current_due_time, c.completed_at AS current_completed_at,
+       p.task_id AS previous_task_id, p.status AS previous_status,
+       p.due_time AS previous_due_time, p.completed_at AS previous_completed_at
 FROM schedules AS s
 LEFT JOIN tasks AS c ON c.seq = s.current_seq
 LEFT JOIN tasks AS p ON p.seq = s.previous_seq
@@ -553,7 +555,7 @@ DELETE FROM workers WHERE worker_id = $1;
 -- name: live_workers
 -- Their tasks running now, counted in one pass over the running tasks.
 SELECT w.worker_id, w.kind, w.queues, w.concurrency, w.started_at, w.seen_at, w.expires_at,
-       COALESCE(r.n, 0)::int
+       COALESCE(r.n, 0)::int AS inflight
 FROM workers AS w
 LEFT JOIN (
     SELECT worker_id, COUNT(*) AS n FROM tasks WHERE status = 'running' GROUP BY worker_id

@@ -292,7 +292,7 @@ class PostgresStore:
                 return None
             tasks = [convert.task(r) for r in await db.fetch(q("workflow_tasks"), workflow_id)]
             edges = await db.fetch(q("edges_into"), [t.seq for t in tasks])
-            return WorkflowRecord(*row), tasks, [(e[0], e[1]) for e in edges]
+            return convert.workflow(row), tasks, [(e[0], e[1]) for e in edges]
 
         found: tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None
         found = await self._transaction(work)
@@ -402,13 +402,13 @@ class PostgresStore:
             found = await self._fetch("load_due_range", parts, after, due_until)
         else:
             found = await self._fetch("load_new", parts, mark_after, due_until)
-        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in found]
+        return [convert.wheel_entry(r) for r in found]
 
     async def overdue(
         self, partitions: Collection[int], *, due_before: int, limit: int
     ) -> list[WheelEntry]:
         found = await self._fetch("overdue", sorted(partitions), due_before, limit)
-        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in found]
+        return [convert.wheel_entry(r) for r in found]
 
     async def max_seq(self) -> int:
         return int(await self._fetchval("max_seq"))

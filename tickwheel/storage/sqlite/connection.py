@@ -51,6 +51,7 @@ class Connection:
 
     def _connect(self, _: object = None) -> None:
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        db.row_factory = sqlite3.Row  # read by column name (rows.py), as asyncpg's Records
         for pragma in PRAGMAS:
             # Switching a new file to WAL can meet another process doing the same, and
             # SQLite does not wait on that lock even with a busy timeout: retry a while.

@@ -158,14 +158,14 @@ UPDATE cluster SET value = CAST(value AS INTEGER) + :count WHERE key = 'mark'
 RETURNING CAST(value AS INTEGER);
 
 -- name: load_due_range
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks INDEXED BY tasks_pending_due
 WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions))
   AND due_time > :due_after AND due_time <= :due_until;
 
 -- name: load_new
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks INDEXED BY tasks_pending_mark
 WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
   AND partition IN (SELECT value FROM json_each(:partitions));
@@ -371,7 +371,7 @@ DELETE FROM scheduler_nodes WHERE expires_at < :now - 3600000;
 DELETE FROM scheduler_nodes WHERE node_id = ?;
 
 -- name: overdue
-SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL, mark
+SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks INDEXED BY tasks_pending_due
 WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions)) AND due_time < :before
@@ -407,14 +407,16 @@ ORDER BY created_at DESC, workflow_id DESC
 LIMIT :limit;
 
 -- name: workflow_counts
-SELECT workflow_id, status, COUNT(*) FROM tasks
+SELECT workflow_id, status, COUNT(*) AS count FROM tasks
 WHERE workflow_id IN (SELECT value FROM json_each(?)) AND workflow_id IS NOT NULL
 GROUP BY workflow_id, status;
 
 -- name: list_schedules
 SELECT {s.schedule_columns},
-       c.task_id, c.status, c.due_time, c.completed_at,
-       p.task_id, p.status, p.due_time, p.completed_at
+       c.task_id AS current_task_id, c.status AS current_status,
+       c.due_time AS current_due_time, c.completed_at AS current_completed_at,
+       p.task_id AS previous_task_id, p.status AS previous_status,
+       p.due_time AS previous_due_time, p.completed_at AS previous_completed_at
 FROM schedules AS s
 LEFT JOIN tasks AS c ON c.seq = s.current_seq
 LEFT JOIN tasks AS p ON p.seq = s.previous_seq
@@ -452,7 +454,7 @@ DELETE FROM workers WHERE worker_id = ?;
 -- name: live_workers
 -- Their tasks running now, counted in one pass over the running tasks.
 SELECT w.worker_id, w.kind, w.queues, w.concurrency, w.started_at, w.seen_at, w.expires_at,
-       COALESCE(r.n, 0)
+       COALESCE(r.n, 0) AS inflight
 FROM workers AS w
 LEFT JOIN (
     SELECT worker_id, COUNT(*) AS n FROM tasks WHERE status = 'running' GROUP BY worker_id

@@ -146,7 +146,7 @@ class SqliteStore:
             tasks = [convert.task(r) for r in db.execute(q("workflow_tasks"), (workflow_id,))]
             seqs = json.dumps([t.seq for t in tasks])
             edges = [tuple(e) for e in db.execute(q("edges_into"), (seqs,))]
-            return WorkflowRecord(*row), tasks, edges
+            return convert.workflow(row), tasks, edges
 
         found: tuple[WorkflowRecord, list[TaskRecord], list[tuple[int, int]]] | None
         found = await self._reader.run(work)
@@ -283,7 +283,7 @@ class SqliteStore:
             name = "load_new"
             params = {"partitions": parts, "mark_after": mark_after, "due_until": due_until}
         rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
-        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in rows]
+        return [convert.wheel_entry(r) for r in rows]
 
     async def overdue(
         self, partitions: Collection[int], *, due_before: int, limit: int
@@ -294,7 +294,7 @@ class SqliteStore:
             "limit": limit,
         }
         found = await self._reader.run(lambda db: db.execute(q("overdue"), params).fetchall())
-        return [WheelEntry(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6]) for r in found]
+        return [convert.wheel_entry(r) for r in found]
 
     async def max_seq(self) -> int:
         return int(await self._reader.run(lambda db: db.execute(q("max_seq")).fetchone()[0]))
