@@ -43,8 +43,10 @@ class Settings:
     # With a Redis ready queue: due tasks unclaimed this long are released again.
     reconcile_after_seconds: float = 30.0
     migrate: bool = True  # apply the store's migrations at start (PostgreSQL)
-    # PostgreSQL keeps tasks in ranges, each opened for this long; whole ranges older
-    # than the retention whose tasks have all ended are dropped (empty: keep forever).
+    # Ended tasks go after `retention_days` (empty: keep forever; never within the
+    # idempotency window on SQLite, which deletes them in batches). PostgreSQL keeps
+    # tasks in ranges, each opened for `task_range_hours`, and drops whole ranges older
+    # than the retention whose tasks have all ended.
     task_range_hours: float = 24.0
     retention_days: float | None = 30.0
     max_payload_bytes: int = 256 * 1024

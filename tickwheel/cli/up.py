@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import ipaddress
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -93,6 +95,16 @@ def up(
             help="How long an idempotency key returns the task first made for it.",
         ),
     ] = DEFAULTS.idempotency_window_seconds,
+    retention_days: Annotated[
+        str | None,
+        typer.Option(
+            envvar=env("retention_days"),
+            show_default=str(DEFAULTS.retention_days),
+            help="Ended tasks, with their executions and idempotency keys, are deleted this"
+            " many days after they end (never within the idempotency window); empty keeps"
+            " every task.",
+        ),
+    ] = None,
     max_ready_depth: Annotated[
         int,
         typer.Option(
@@ -159,6 +171,7 @@ def up(
         shutdown_grace_seconds=shutdown_grace_seconds,
         max_streams=max_streams,
         idempotency_window_seconds=idempotency_window_seconds,
+        retention_days=_days(retention_days),
         max_ready_depth=max_ready_depth,
         max_drain_seconds=max_drain_seconds,
         http_allow=http_allow,
@@ -193,6 +206,23 @@ def load_app(spec: str) -> App:
             f"{spec!r} does not name a tickwheel.App (set MODULE:ATTR)", param_hint="--app"
         )
     return found
+
+
+def _days(text: str | None) -> float | None:
+    """`--retention-days`: a number of days, or empty for no retention. Click reads an
+    empty variable as unset, so the variable is looked at again here."""
+    if text is None:
+        text = os.environ.get(env("retention_days"), str(DEFAULTS.retention_days or ""))
+    if not text.strip():
+        return None
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not (math.isfinite(days) and days >= 0):
+        message = f"{text!r} is not a number of days (empty: keep every task)"
+        raise typer.BadParameter(message, param_hint="--retention-days")
+    return days
 
 
 def _loopback(host: str) -> bool:

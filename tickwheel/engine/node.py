@@ -28,7 +28,7 @@ from tickwheel.engine.reaper import Reaper
 from tickwheel.engine.reconciler import Reconciler
 from tickwheel.engine.recurring import RecurringWorkflows
 from tickwheel.engine.remote import RemoteWorkers
-from tickwheel.engine.retention import Retention
+from tickwheel.engine.retention import retention_for
 from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
 from tickwheel.engine.timekeeper import Timekeeper
@@ -57,7 +57,7 @@ from tickwheel.models import (
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
-from tickwheel.storage.base import News, RangedTaskStore, Store
+from tickwheel.storage.base import News, Store
 from tickwheel.storage.factory import open_store
 from tickwheel.storage.health import StoreHealth
 from tickwheel.worker.builtin import HttpCaller, builtin_app
@@ -232,13 +232,14 @@ class Node:
             self._spawn(self.worker.run())
         if Role.API in self.roles:
             self._spawn(self._drain_loop().run())
-        if isinstance(self.store, RangedTaskStore) and self.roles & {Role.API, Role.SCHEDULER}:
-            retention = Retention(
-                store=self.store,
-                clock=self.clock,
-                range_seconds=s.task_range_hours * 3600,
-                retention_seconds=None if s.retention_days is None else s.retention_days * 86400,
-            )
+        retention = retention_for(
+            self.store,
+            clock=self.clock,
+            range_seconds=s.task_range_hours * 3600,
+            retention_seconds=None if s.retention_days is None else s.retention_days * 86400,
+            idempotency_window_seconds=s.idempotency_window_seconds,
+        )
+        if retention is not None and self.roles & {Role.API, Role.SCHEDULER}:
             self._spawn(retention.run())
         log.info(
             "node %s started (%s): %d of %d partitions",

@@ -468,6 +468,31 @@ class RangedTaskStore(Protocol):
         ...
 
 
+class Pruned(NamedTuple):
+    """One batch of `delete_ended_tasks`."""
+
+    deleted: int  # tasks deleted, each with its executions, keys and edges
+    last_seq: int | None  # where the next batch starts after; None: none left to look at
+
+
+@runtime_checkable
+class PrunedTaskStore(Protocol):
+    """A store whose ended tasks are deleted row by row (SQLite): in batches, each a
+    short transaction, so that its one writer is never held for long."""
+
+    async def delete_ended_tasks(
+        self, *, ended_before_ms: int, after_seq: int, batch: int
+    ) -> Pruned:
+        """Look at the next `batch` tasks after `after_seq`, of those created before
+        `ended_before_ms`, and delete in one transaction those that ended before it and
+        that nothing still needs: not a task a dependent that has not ended waits on,
+        nor one of a workflow with a task that has not, nor a schedule's current or
+        previous instance, nor one whose news or ordering key is still to be passed
+        on. Their executions, idempotency keys and edges go with them, and so do their
+        workflows once empty."""
+        ...
+
+
 class Store(TaskStore, DispatchStore, ScheduleStore, LeaseStore, TokenStore, WorkerStore, Protocol):
     def interrupt(self) -> None:
         """Stop the store work running now, for a node that must stop on time: work

@@ -461,3 +461,72 @@ LEFT JOIN (
 ) AS r ON r.worker_id = w.worker_id
 WHERE w.expires_at >= :now
 ORDER BY w.worker_id;
+
+-- Retention (see retention.py): ended tasks deleted in batches of a window of seqs.
+
+-- name: retention_window
+-- The last seq and the count of the next :batch tasks after :after, below :below.
+SELECT MAX(seq), COUNT(*) FROM (
+    SELECT seq FROM tasks WHERE seq > :after AND seq < :below ORDER BY seq LIMIT :batch
+);
+
+-- name: ended_tasks_in_window
+-- Tasks of the window that ended before :before and that nothing still needs. The
+-- newest task stays (seqs are MAX + 1: a deleted newest seq would be handed out again).
+SELECT seq, workflow_id FROM tasks AS t
+WHERE seq > :after AND seq <= :last
+  AND status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+  AND completed_at < :before
+  AND seq < (SELECT MAX(seq) FROM tasks)
+  AND seq NOT IN (SELECT seq FROM propagations)
+  AND seq NOT IN (SELECT holder_seq FROM ordering_keys)
+  AND seq NOT IN (
+      SELECT current_seq FROM schedules WHERE current_seq IS NOT NULL
+      UNION ALL
+      SELECT previous_seq FROM schedules WHERE previous_seq IS NOT NULL
+  )
+  AND NOT EXISTS (
+      SELECT 1 FROM task_edges AS e JOIN tasks AS d ON d.seq = e.dependent_seq
+      WHERE e.predecessor_seq = t.seq
+        AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+  );
+
+-- name: workflows_kept
+-- Of these workflows, those with a task that has not ended, or ended at or after
+-- :before: a workflow goes whole.
+SELECT w.value FROM json_each(:ids) AS w
+WHERE EXISTS (
+    SELECT 1 FROM tasks
+    WHERE workflow_id = w.value AND workflow_id IS NOT NULL
+      AND (status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+           OR completed_at >= :before)
+);
+
+-- name: delete_tasks
+DELETE FROM tasks WHERE seq IN (SELECT value FROM json_each(?))
+RETURNING task_type, idempotency_key, task_id;
+
+-- name: delete_executions
+DELETE FROM executions WHERE task_seq IN (SELECT value FROM json_each(?));
+
+-- name: delete_edges_from
+DELETE FROM task_edges WHERE predecessor_seq IN (SELECT value FROM json_each(?));
+
+-- name: delete_edges_into
+DELETE FROM task_edges WHERE dependent_seq IN (SELECT value FROM json_each(?));
+
+-- name: delete_dependencies
+DELETE FROM task_dependencies WHERE task_seq IN (SELECT value FROM json_each(?));
+
+-- name: delete_idempotency_keys
+-- Each [task type, key, task id]: the key, if that task still holds it (after its
+-- window a key may have been taken by a newer task).
+DELETE FROM idempotency_keys
+WHERE (task_type, key, task_id) IN (
+    SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)
+);
+
+-- name: delete_empty_workflows
+DELETE FROM workflows
+WHERE workflow_id IN (SELECT value FROM json_each(?))
+  AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.workflow_id = workflows.workflow_id);

@@ -36,6 +36,7 @@ from tickwheel.storage.base import (
     News,
     Page,
     Propagated,
+    Pruned,
     Renewal,
     SchedulerNode,
     ScheduleSummary,
@@ -62,6 +63,7 @@ from tickwheel.storage.plans import (
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.holder import HolderLock
 from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
+from tickwheel.storage.sqlite.retention import delete_ended
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +262,13 @@ class SqliteStore:
             return cancelled is not None
 
         return await self._writer.transaction(work)
+
+    async def delete_ended_tasks(
+        self, *, ended_before_ms: int, after_seq: int, batch: int
+    ) -> Pruned:
+        return await self._writer.transaction(
+            lambda db: delete_ended(db, ended_before_ms, after_seq, batch), acknowledged=False
+        )
 
     # -- dispatch ------------------------------------------------------------
 
