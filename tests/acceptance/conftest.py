@@ -4,14 +4,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Target, Tickwheel
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target().start()
-    yield t
-    t.stop()
+from harness import (
+    Tickwheel,
+    target_fixture,  # noqa: F401  (registers the fixture `target`)
+)
 
 
 @pytest.fixture

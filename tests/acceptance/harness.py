@@ -8,12 +8,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tickwheel.bench.targets import free_port
 
@@ -159,3 +160,12 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
             return True
         time.sleep(interval)
     return predicate()
+
+
+@pytest.fixture(name="target")
+def target_fixture() -> Iterator[Target]:
+    """A target server of the test's own, stopped afterwards (a fixture the acceptance
+    and fault suites' conftests both take from here)."""
+    t = Target().start()
+    yield t
+    t.stop()

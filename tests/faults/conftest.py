@@ -7,7 +7,6 @@ runs those not marked `full_faults`."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,12 @@ import pytest
 # The cluster and target harness of the acceptance tests.
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
 
-from harness import Target
+from harness import (
+    Target,
+    target_fixture,  # noqa: F401  (registers the fixture `target`)
+)
 from ledger import HEADER, VERDICTS, Ledger
 from runs import TargetRuns
-
-
-@pytest.fixture
-def target() -> Iterator[Target]:
-    t = Target().start()
-    yield t
-    t.stop()
 
 
 @pytest.fixture

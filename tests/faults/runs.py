@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import defaultdict
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from harness import Target
 
 from tickwheel.bench.peers import tickwheel_tasks
 from tickwheel.bench.peers.sink import SINK_URL_ENV, Sink
+
+T = TypeVar("T")
 
 
 class Runs(Protocol):
@@ -65,24 +68,17 @@ class RecordedRuns:
 
     def starts(self, task_of: dict[int, str]) -> dict[str, list[float]]:
         runs: dict[str, list[float]] = defaultdict(list)
-        for index, start_ms in asyncio.run(self._read()):
+        for index, start_ms in asyncio.run(self._with_sink(lambda sink: sink.starts(self.run))):
             if index in task_of:
                 runs[task_of[index]].append(start_ms / 1000)
         return runs
 
-    async def _read(self) -> list[tuple[int, float]]:
+    def forget(self) -> None:
+        asyncio.run(self._with_sink(lambda sink: sink.forget(self.run)))
+
+    async def _with_sink(self, use: Callable[[Sink], Awaitable[T]]) -> T:
         sink = Sink(self.redis_url)
         try:
-            return await sink.starts(self.run)
+            return await use(sink)
         finally:
             await sink.aclose()
-
-    def forget(self) -> None:
-        async def delete() -> None:
-            sink = Sink(self.redis_url)
-            try:
-                await sink.forget(self.run)
-            finally:
-                await sink.aclose()
-
-        asyncio.run(delete())
