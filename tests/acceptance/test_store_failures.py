@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import asyncpg
@@ -23,6 +24,9 @@ from harness import Tickwheel
 from servers import fill
 
 from tickwheel import Client
+from tickwheel.client.retries import DEFAULT_POLICY, Retries
+
+PATIENT = Retries(replace(DEFAULT_POLICY, max_retries=20))
 
 
 @pytest.fixture
@@ -103,7 +107,11 @@ def test_a_terminate_storm_answers_201_or_503_and_the_client_stores_each_task_on
                 (single,) = _bodies(1, "single")
                 answer = http.post("/api/tasks", json=single)
                 _only_201_or_503(answer, answers)
-        with Client(cluster.api_url) as client:
+        # The storm goes on through these calls, a backend killed every 50 ms: the
+        # default client gives up after 4 retries, which a run of bad luck can use up.
+        # What is asserted is that a call retried until it is answered stores its task
+        # exactly once, so this client retries longer.
+        with Client(cluster.api_url, retries=PATIENT) as client:
             submitted = [
                 client.submit("noop", {"tag": "client"}, delay_seconds=3600).task_id
                 for _ in range(150)
