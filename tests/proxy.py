@@ -26,6 +26,7 @@ class Proxy:
         self._delay = self._jitter = 0.0
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
+        self.sent = 0  # chunks from the clients to the service: a request's writes
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url_for(self, url: str) -> str:
@@ -106,6 +107,9 @@ class Proxy:
                         return
                     self._hold_back()
                     peer[source].sendall(data)
+                    if source is a:
+                        with self._lock:
+                            self.sent += 1
         except (OSError, ValueError):  # reset, or closed by `cut`
             return
         finally:

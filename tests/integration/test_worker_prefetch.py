@@ -15,6 +15,7 @@ from tickwheel.config import Settings
 from tickwheel.engine.node import Node
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
+from tickwheel.worker.ahead import ClaimAhead
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
@@ -74,9 +75,17 @@ async def test_handlers_never_outnumber_the_concurrency(node: Node, counting: Co
     assert counting.most == CONCURRENCY  # prefetched tasks waited for a slot
 
 
+class AlwaysAhead(ClaimAhead):
+    """Claims as far ahead as it may, whatever the start rate: long tasks waiting."""
+
+    def amount(self) -> int:
+        return self.most
+
+
 async def test_a_stop_gives_back_what_it_claimed_but_could_not_run(
     node: Node, counting: Counting
 ) -> None:
+    node.worker._ahead = AlwaysAhead(CONCURRENCY)  # by rate it would not, for 5 s tasks
     for i in range(12):
         await node.submit("slow", {"i": i, "seconds": 5})
     deadline = time.monotonic() + 10

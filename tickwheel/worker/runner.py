@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
+from tickwheel.worker.ahead import ClaimAhead
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
 MAX_FETCHES = 4  # pulls and claims in flight at once while the queue has depth
+AHEAD_PER_SLOT = 4  # the most claimed ahead by default, per slot (the rate decides)
 END_RETRY_FIRST_SECONDS = 0.05  # an end the store could not take: first wait, doubling
 END_RETRY_MAX_SECONDS = 1.0
 
@@ -54,24 +57,24 @@ class Worker:
         worker_id: str | None = None,
         queues: Collection[str] = ("default",),
         concurrency: int = 64,
-        prefetch: int = 0,
+        prefetch: int | None = None,
         batch_size: int = 256,
         poll_seconds: float = 1.0,
         threads: int = 16,
         registry: WorkerStore | None = None,
         report_seconds: float = 5.0,
     ) -> None:
-        """`prefetch`: tasks claimed ahead of a free slot, so that the round trips of
-        pulling and claiming overlap with running. Off by default: with it on, a cluster
-        test saw a failover's tasks released up to 20 s late under load, for a reason
-        not found yet (issue 13 follow-up)."""
+        """`prefetch`: the most tasks claimed ahead of free slots, so that the round
+        trips of pulling and claiming overlap with running (None: up to AHEAD_PER_SLOT
+        per slot; 0: never). How many are claimed ahead follows the start rate
+        (`ClaimAhead`), so long tasks are not held back behind running ones."""
         self._app = app
         self._dispatcher = dispatcher
         self._queue = queue
         self.worker_id = worker_id or default_worker_id()
         self._queues = tuple(queues)
         self._concurrency = concurrency
-        self._holding = concurrency + prefetch
+        self._ahead = ClaimAhead(AHEAD_PER_SLOT * concurrency if prefetch is None else prefetch)
         self._batch_size = batch_size
         self._poll = poll_seconds
         self._threads = ThreadPoolExecutor(threads, thread_name_prefix="tickwheel-task")
@@ -125,16 +128,18 @@ class Worker:
             while not self._stopping:
                 # Tasks writing their ends hold no slot: their writes are batched, and
                 # bounded apart so that a slow store makes the worker wait, not grow.
-                room = self._holding - self._running - len(self._claimed) - self._reserved
+                holding = self._concurrency + self._ahead.amount()
+                room = holding - self._running - len(self._claimed) - self._reserved
                 ending = len(self._inflight) - self._running
                 wanted = MAX_FETCHES if self._deep else 1
-                if room <= 0 or len(self._fetches) >= wanted or ending > self._holding * 4:
+                most_ending = (self._concurrency + self._ahead.most) * 4
+                if room <= 0 or len(self._fetches) >= wanted or ending > most_ending:
                     self._room.clear()
                     await self._room.wait()
                     continue
                 # While the queue has depth, a fetch takes a share of the room, so that
                 # several are in flight and their round trips overlap.
-                share = -(-self._holding // 2) if self._deep else self._holding
+                share = -(-holding // 2) if self._deep else holding
                 limit = min(room, self._batch_size, share)
                 self._reserved += limit
                 fetch = asyncio.create_task(self._fetch(limit))
@@ -150,6 +155,7 @@ class Worker:
 
     async def _fetch(self, limit: int) -> None:
         """Pull up to `limit` tasks and claim them; they wait in `_claimed` for a slot."""
+        began = time.monotonic()
         try:
             items = await self._pull(limit)
             self._deep = len(items) == limit
@@ -165,6 +171,8 @@ class Worker:
                 await self._hand_back(items)
                 await asyncio.sleep(self._poll)
                 return
+            if self._deep:
+                self._ahead.fetched(time.monotonic() - began)
             self._claimed.extend(claimed)
             self._start_claimed()
         finally:
@@ -203,6 +211,7 @@ class Worker:
                 self._leases.pop(task.seq, None)
                 continue
             self._running += 1
+            self._ahead.started()
             runner = asyncio.create_task(self._run(task))
             self._inflight[task.seq] = (task, runner)
             runner.add_done_callback(functools.partial(self._done, task.seq))

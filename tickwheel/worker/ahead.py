@@ -1,0 +1,59 @@
+"""How many tasks a worker claims ahead of its free slots.
+
+Claiming ahead hides the round trips of pulling and claiming behind running: while one
+batch runs, the next is on its way. It costs what Celery's prefetch costs its users
+when tasks are long: claimed tasks wait behind running handlers while another worker
+may be idle, and their leases tick meanwhile. So the worker claims ahead only what it
+will start within about two fetches' time at its recent start rate (Little's law):
+short tasks on a far store keep a full pipeline, long tasks are claimed as slots free.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+WINDOW_SECONDS = 0.5  # starts are counted over windows this long
+FETCHES_AHEAD = 2  # claim what will start within this many fetches' time
+SMOOTHING = 0.5  # weight of the newest window and fetch in the running averages
+
+
+class ClaimAhead:
+    def __init__(self, most: int, now: Callable[[], float] = time.monotonic) -> None:
+        """`most`: the most claimed ahead at once (0: never ahead of a free slot)."""
+        self.most = most
+        self._now = now
+        self._window_start = now()
+        self._starts = 0  # in the current window
+        self._rate = 0.0  # starts a second, smoothed over windows
+        self._fetch_seconds = 0.0  # a fetch's duration while the queue had depth
+
+    def started(self, count: int = 1) -> None:
+        self._starts += count
+        self._roll()
+
+    def fetched(self, seconds: float) -> None:
+        """A fetch that found the queue deep took `seconds` from pull to claim (one that
+        waited on an empty queue says nothing about the round trips)."""
+        self._fetch_seconds = _smooth(self._fetch_seconds, seconds)
+
+    def amount(self) -> int:
+        self._roll()
+        wanted = self._rate * self._fetch_seconds * FETCHES_AHEAD
+        return min(self.most, math.ceil(wanted))
+
+    def _roll(self) -> None:
+        now = self._now()
+        elapsed = now - self._window_start
+        if elapsed < WINDOW_SECONDS:
+            return
+        # A stretch of several windows (an idle worker rolls only when asked) counts
+        # as one: its starts over its whole length.
+        self._rate = _smooth(self._rate, self._starts / elapsed)
+        self._starts = 0
+        self._window_start = now
+
+
+def _smooth(average: float, sample: float) -> float:
+    return sample if average == 0 else average + SMOOTHING * (sample - average)
