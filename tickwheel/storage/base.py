@@ -350,20 +350,7 @@ class LeaseStore(Protocol):
         """The store's clock: the one every node of the cluster keeps time by."""
         ...
 
-    async def acquire(
-        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
-    ) -> dict[int, int]:
-        """Take or renew the leases on `wanted` that are free, expired or already ours.
-        Returns partition -> epoch for those held now."""
-        ...
-
     async def release(self, node_id: str, held: Mapping[int, int]) -> None: ...
-
-    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
-        """Record partition -> (epoch, watermark), fenced by epoch.
-
-        Returns the partitions whose lease is lost."""
-        ...
 
     async def renew(
         self,
@@ -379,15 +366,11 @@ class LeaseStore(Protocol):
         give back those of `marks` not `wanted`, and take or renew the leases on
         `wanted` that are free, expired or ours, for `ttl_ms`. A partition of `marks`
         lost meanwhile comes back under a new epoch, or not at all. With `beat`, also
-        heartbeat the node as `heartbeat` does and return the nodes alive."""
+        say the node is alive for `ttl_ms` more (by the store's clock) and return the
+        ids of every node alive now, sorted."""
         ...
 
     async def watermarks(self) -> dict[int, int]: ...
-
-    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
-        """Say this scheduler node is alive for `ttl_ms` more (by the store's clock);
-        return the ids of every node alive now, sorted."""
-        ...
 
     async def leave(self, node_id: str) -> None:
         """This node stops: the others share its partitions at once."""

@@ -562,33 +562,12 @@ class PostgresStore:
     async def now_ms(self) -> int:
         return int(await self._fetchval("now_ms"))
 
-    async def acquire(
-        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
-    ) -> dict[int, int]:
-        async def work(db: Db) -> dict[int, int]:
-            now = await db.fetchval(q("now_ms"))
-            found = await db.fetch(q("acquire_leases"), node_id, now, ttl_ms, sorted(wanted))
-            return {r[0]: r[1] for r in found}
-
-        return await self._transaction(work)
-
     async def release(self, node_id: str, held: Mapping[int, int]) -> None:
         async def work(db: Db) -> None:
             await db.execute(q("release_leases"), node_id, list(held), list(held.values()))
             await db.execute(q("notify"), News.PARTITIONS.value)  # take them at once
 
         await self._transaction(work)
-
-    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
-        async def work(db: Db) -> set[int]:
-            now = await db.fetchval(q("now_ms"))
-            parts = list(marks)
-            epochs = [marks[p][0] for p in parts]
-            values = [marks[p][1] for p in parts]
-            found = await db.fetch(q("set_watermarks"), node_id, parts, epochs, values, now)
-            return set(parts) - {r[0] for r in found}
-
-        return await self._transaction(work)
 
     async def renew(
         self,
@@ -636,18 +615,6 @@ class PostgresStore:
             ):
                 raise StoreUnavailable(f"the PostgreSQL store cannot answer: {error}") from error
             raise
-
-    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
-        async def work(db: Db) -> list[str]:
-            now = await db.fetchval(q("now_ms"))
-            alive_until = await db.fetchval(q("node_alive_until"), node_id)
-            await db.execute(q("node_heartbeat"), node_id, now, ttl_ms)
-            if alive_until is None or alive_until < now:  # it joins: the others make room
-                await db.execute(q("notify"), News.PARTITIONS.value)
-            await db.execute(q("forget_dead_nodes"), now)
-            return [r[0] for r in await db.fetch(q("live_nodes"), now)]
-
-        return await self._transaction(work)
 
     async def leave(self, node_id: str) -> None:
         await self._transaction(lambda db: db.execute(q("leave"), node_id))

@@ -444,44 +444,11 @@ class SqliteStore:
     async def now_ms(self) -> int:
         return time.time_ns() // 1_000_000  # the file is on this host: its clock is ours
 
-    async def acquire(
-        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
-    ) -> dict[int, int]:
-        def work(db: sqlite3.Connection) -> dict[int, int]:
-            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
-            params = {
-                "node": node_id,
-                "now": now,
-                "ttl": ttl_ms,
-                "wanted": json.dumps(list(wanted)),
-            }
-            return dict(db.execute(q("acquire_leases"), params).fetchall())
-
-        return await self._writer.transaction(work, acknowledged=False)
-
     async def release(self, node_id: str, held: Mapping[int, int]) -> None:
         rows = [(p, node_id, epoch) for p, epoch in held.items()]
         await self._writer.transaction(
             lambda db: db.executemany(q("release_lease"), rows), acknowledged=False
         )
-
-    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
-        def work(db: sqlite3.Connection) -> set[int]:
-            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
-            lost = set()
-            for partition, (epoch, mark) in marks.items():
-                params = {
-                    "partition": partition,
-                    "node": node_id,
-                    "epoch": epoch,
-                    "watermark": mark,
-                    "now": now,
-                }
-                if not db.execute(q("set_watermark"), params).rowcount:
-                    lost.add(partition)
-            return lost
-
-        return await self._writer.transaction(work, acknowledged=False)
 
     async def renew(
         self,
@@ -492,8 +459,8 @@ class SqliteStore:
         ttl_ms: int,
         beat: bool,
     ) -> Renewal:
-        """The statements `set_watermarks`, `release`, `acquire` and `heartbeat` run,
-        in one transaction: the file is on this host, so their count costs little."""
+        """Several statements (watermarks, releases, leases, the heartbeat) in one
+        transaction: the file is on this host, so their count costs little."""
         want = set(wanted)
 
         def work(db: sqlite3.Connection) -> Renewal:
@@ -543,16 +510,6 @@ class SqliteStore:
                     freed,
                 )
         return True
-
-    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
-        def work(db: sqlite3.Connection) -> list[str]:
-            now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
-            params = {"node": node_id, "now": now, "ttl": ttl_ms}
-            db.execute(q("node_heartbeat"), params)
-            db.execute(q("forget_dead_nodes"), params)
-            return [r[0] for r in db.execute(q("live_nodes"), params)]
-
-        return await self._writer.transaction(work, acknowledged=False)
 
     async def leave(self, node_id: str) -> None:
         await self._writer.transaction(
