@@ -13,14 +13,12 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
-from typing import Any, NamedTuple, TypeAlias, TypeVar
+from typing import Any, TypeVar
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
 
 from tickwheel.errors import OutcomeUnknown, StoreUnavailable
 from tickwheel.models import (
@@ -37,7 +35,6 @@ from tickwheel.models import (
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import (
     Advance,
-    Fence,
     Held,
     LeaseHolder,
     News,
@@ -53,37 +50,22 @@ from tickwheel.storage.base import (
     WorkflowSummary,
 )
 from tickwheel.storage.listing import task_clauses
-from tickwheel.storage.named_queries import TASK_COLUMNS, load
-from tickwheel.storage.plans import (
-    Dependencies,
-    Ends,
-    Known,
-    Repeats,
-    Turn,
-    cancelled_run,
-    ends_by_key,
-    held,
-    later,
-    row_marks,
-    still_held,
-)
+from tickwheel.storage.named_queries import TASK_COLUMNS
+from tickwheel.storage.plans import attempts, propagation
+from tickwheel.storage.plans import inserts as plans
+from tickwheel.storage.plans.steps import Claim
 from tickwheel.storage.postgres.failures import Phase, classify, connection_failed
 from tickwheel.storage.postgres.statistics import InsertStatistics
+from tickwheel.storage.postgres.steps import Db, PostgresSteps, changed, columns, q, run
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Db: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 NEVER = 2**62
 MIGRATION_LOCK = 7_421_001  # an advisory lock id: one migrator at a time
 DEADLOCK_RETRIES = 5
 UNAVAILABLE_RETRIES = 1  # work that failed before COMMIT runs again on a fresh connection
 CLOSE_TIMEOUT_SECONDS = 5.0
 COMMAND_TIMEOUT_SECONDS = 60.0
-_Q = load(__package__ or "tickwheel.storage.postgres")
-
-
-def q(name: str) -> str:
-    return _Q[name]
 
 
 class PostgresStore:
@@ -253,7 +235,7 @@ class PostgresStore:
         return [held.seq for held in await self.insert_tasks_with_holders(tasks)]
 
     async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
-        held = await self._transaction(lambda db: _insert_tasks(db, tasks))
+        held = await self._transaction(lambda db: run(db, plans.insert_tasks(tasks)))
         self._statistics.inserted(len(tasks))
         return held
 
@@ -265,20 +247,12 @@ class PostgresStore:
         return await self._transaction(work)
 
     async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
-        return await self._transaction(lambda db: _propagate(db, now_ms, limit))
+        return await self._transaction(lambda db: run(db, propagation.propagate(now_ms, limit)))
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
-        async def work(db: Db) -> bool:
-            w = workflow
-            inserted = await db.execute(
-                q("insert_workflow"), w.workflow_id, w.name, w.created_ms, w.request_hash
-            )
-            if inserted.endswith(" 0"):
-                return False
-            await _insert_tasks(db, tasks)
-            return True
-
-        inserted = await self._transaction(work)
+        inserted = await self._transaction(
+            lambda db: run(db, plans.insert_workflow(workflow, tasks))
+        )
         if inserted:  # a workflow of 10,000 tasks is a bulk insert too
             self._statistics.inserted(len(tasks))
         return inserted
@@ -356,35 +330,19 @@ class PostgresStore:
         return [convert.execution(r) for r in found]
 
     async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
-        async def work(db: Db) -> list[bool]:
-            marks = await _take_marks(db, len(items))
-            return [
-                _changed(await db.execute(q("redrive"), s, v, now_ms, m))
-                for (s, v), m in zip(items, marks, strict=True)
-            ]
-
-        return await self._transaction(work)
+        return await self._transaction(lambda db: run(db, attempts.redrive(items, now_ms)))
 
     async def set_priority(self, seq: int, version: int, priority: int) -> bool:
-        async def work(db: Db) -> bool:
-            (mark,) = await _take_marks(db, 1)
-            return _changed(await db.execute(q("set_priority"), seq, version, priority, mark))
-
-        return await self._transaction(work)
+        return await self._transaction(
+            lambda db: run(db, attempts.set_priority(seq, version, priority))
+        )
 
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         found = await self._fetch("execution_at_fence", task_seq, fence)
         return convert.execution(found[0]) if found else None
 
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
-        async def work(db: Db) -> bool:
-            cancelled = await db.fetchrow(q("cancel"), seq, version, now_ms)
-            run = cancelled_run(cancelled, version, now_ms)
-            if run is not None:
-                await db.execute(q("insert_executions"), *_columns([run], 10))
-            return cancelled is not None
-
-        return await self._transaction(work)
+        return await self._transaction(lambda db: run(db, attempts.cancel(seq, version, now_ms)))
 
     # -- dispatch ------------------------------------------------------------
 
@@ -419,13 +377,14 @@ class PostgresStore:
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
     ) -> list[ClaimedTask]:
-        claim = _Claim(now_ms, now_ms + lease_ms, worker_id)
+        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False)
         # One statement, in a round trip of its own: the tasks with no ordering key.
-        found = await self._transaction(lambda db: claim.run(db, items, keyed=False), atomic=False)
+        found: list[Any] = await self._transaction(
+            lambda db: PostgresSteps(db).claim(plain), atomic=False
+        )
         if len(found) < len(items):  # cancelled meanwhile, or behind an ordering key
-            taken = {r[0] for r in found}
-            rest = [i for i in items if i[0] not in taken]
-            found += await self._transaction(lambda db: _claim_keyed(db, rest, claim))
+            rest = replace(plain, items=propagation.unclaimed(items, found))
+            found += await self._transaction(lambda db: run(db, propagation.claim_keyed(rest)))
         return [convert.claimed(r) for r in found]
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
@@ -433,12 +392,12 @@ class PostgresStore:
         return set(fences) - {r[0] for r in found}
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
-        ends = Ends(finishes)
+        ends = attempts.Ends(finishes)
         if ends.retries or ends.repeats:  # new marks: they must commit with the ends
-            return await self._transaction(lambda db: _finish(db, finishes))
+            return await self._transaction(lambda db: run(db, attempts.finish(finishes)))
         # Every attempt ended for good: the ends and their execution rows in one statement.
         outcomes = [str(f.outcome) for f in ends.first.values()]
-        written = await self._fetch("end_attempts", *_columns(ends.rows(()), 8), outcomes)
+        written = await self._fetch("end_attempts", *columns(ends.rows(()), 8), outcomes)
         return ends.answers({r[0] for r in written}, [])
 
     async def subscribe(self, on_news: Callable[[News], None]) -> None:
@@ -482,18 +441,7 @@ class PostgresStore:
     # -- schedules -----------------------------------------------------------
 
     async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
-        async def work(db: Db) -> str:
-            # The key names the schedule, the id users hold, not its first instance.
-            keyed = replace(first, task_id=schedule.schedule_id)
-            originals = await _repeats(db, [keyed])
-            if originals:
-                return originals[0]
-            await db.execute(q("insert_schedule"), *convert.schedule_params(schedule))
-            (seq,) = await _insert_task_rows(db, [convert.task_params(first)])
-            await db.execute(q("set_current_seq"), schedule.schedule_id, seq)
-            return schedule.schedule_id
-
-        return await self._transaction(work)
+        return await self._transaction(lambda db: run(db, plans.insert_schedule(schedule, first)))
 
     async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
         found = await self._fetch("get_schedule", schedule_id)
@@ -504,14 +452,7 @@ class PostgresStore:
         return {s.current_seq: s for s in schedules if s.current_seq is not None}
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
-        async def work(db: Db) -> list[int | None]:
-            held = await _holding(db, {a.fence for a in advances if a.fence is not None})
-            return [
-                await _advance(db, a) if a.fence is None or a.fence in held else None
-                for a in advances
-            ]
-
-        return await self._transaction(work)
+        return await self._transaction(lambda db: run(db, plans.advance_schedules(advances)))
 
     async def set_schedule_status(
         self, schedule_id: str, status: str, *, only_from: Collection[str] | None = None
@@ -704,228 +645,5 @@ def _below(before: Page | None) -> tuple[int, str]:
     return (NEVER, "") if before is None else (before.created_ms, before.key)
 
 
-def _changed(status: str) -> bool:
-    """Whether a command's status ("UPDATE 1", "INSERT 0 1") says a row changed."""
-    return not status.endswith(" 0")
-
-
 async def _changed_async(command: Awaitable[str]) -> bool:
-    return _changed(await command)
-
-
-async def _lock_marks(db: Db) -> None:
-    """Take the counter's row lock before any other: a transaction that locks task rows
-    and then waits for marks could otherwise deadlock with one that did the reverse."""
-    await db.execute(q("lock_marks"))
-
-
-async def _take_marks(db: Db, count: int) -> range:
-    """New marks for tasks this transaction makes pending (inserted, retried, freed, given
-    their turn): the owning schedulers are told at commit, whichever node they run on."""
-    if count == 0:
-        return range(0)
-    await db.execute(q("notify"), News.NEW_TASKS.value)
-    top = await db.fetchval(q("take_marks"), count)
-    return range(top - count + 1, top + 1)
-
-
-def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
-    """Rows as one list per column: what `unnest` takes."""
-    return [[row[i] for row in rows] for i in range(width)]
-
-
-async def _insert_task_rows(
-    db: Db, task_rows: list[list[Any]], direct: Sequence[bool] = ()
-) -> list[int]:
-    if not task_rows:
-        return []
-    seqs = [r[0] for r in await db.fetch(q("next_seqs"), len(task_rows))]
-    direct = direct or [False] * len(task_rows)
-    marks = row_marks(direct, await _take_marks(db, len(task_rows) - sum(direct)))
-    full = [[s, m, *r] for s, m, r in zip(seqs, marks, task_rows, strict=True)]
-    await db.execute(q("insert_tasks"), *_columns(full, 24))
-    return seqs
-
-
-async def _insert_tasks(db: Db, tasks: Sequence[NewTask]) -> list[Held]:
-    await _lock_marks(db)  # first, as every writer that takes marks does: no deadlock
-    originals = await _repeats(db, tasks)
-    fresh_at = [i for i in range(len(tasks)) if i not in originals]
-    fresh = [tasks[i] for i in fresh_at]
-    known = await _statuses_of(db, Dependencies.outside(fresh))
-    graph = Dependencies(fresh, fresh_at, known)
-    params = [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)]
-    seqs = await _insert_task_rows(db, params, [t.direct for t in fresh])
-    links = graph.links(seqs)
-    if links is not None:
-        await db.execute(q("insert_edges"), *_columns(links.edges, 3))
-        if links.counters:
-            await db.execute(q("insert_dependencies"), *_columns(links.counters, 3))
-        await db.execute(q("mark_has_dependents"), links.watched)
-    seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
-    older = [task_id for task_id in originals.values() if task_id not in seq_of]
-    if older:
-        seq_of.update({r[0]: r[1] for r in await db.fetch(q("seqs_of"), older)})
-    return held(tasks, originals, seq_of)
-
-
-async def _statuses_of(db: Db, task_ids: list[str]) -> Known:
-    """Read under a row lock: a predecessor cannot end between this read and the commit
-    that marks it as having dependents (its end would then queue no news)."""
-    if not task_ids:
-        return {}
-    return {r[0]: (r[1], Status(r[2])) for r in await db.fetch(q("statuses_of"), task_ids)}
-
-
-async def _repeats(db: Db, tasks: Sequence[NewTask]) -> dict[int, str]:
-    """Which tasks repeat an earlier submission (index -> the task first made for it);
-    raises `RejectedItems` naming every conflict. A round trip per kind, not per task."""
-    repeats = Repeats(tasks)
-    if chosen := repeats.chosen_ids():
-        stored = await db.fetch(q("stored_requests"), chosen)
-        repeats.settle_ids({r[0]: r[1] for r in stored})
-    if rows := repeats.keys_to_take():
-        since = repeats.keys_free_before()
-        taken = await db.fetch(q("take_idempotency_keys"), *_columns(rows, 5), since)
-        if missing := repeats.keys_not_taken({(r[0], r[1]) for r in taken}):
-            held = await db.fetch(q("idempotency_key_holders"), *_columns(missing, 2))
-            repeats.settle_keys({(r[0], r[1]): (r[2], r[3]) for r in held})
-    return repeats.originals()
-
-
-async def _propagate(db: Db, now_ms: int, limit: int) -> Propagated:
-    ended = await db.fetch(q("take_propagations"), now_ms, limit)
-    if not ended:
-        return Propagated(0, 0, more=False)
-    await _lock_marks(db)  # before the edges, counters and keys it will lock
-    ok = [r[0] for r in ended if r[2] == Status.SUCCEEDED]
-    failed = {r[0]: (r[1], r[2]) for r in ended if r[2] != Status.SUCCEEDED}
-    unblocked, later = await _pass_keys(db, ended, now_ms)
-    upstream_failed = 0
-    if ok:
-        settled = await db.fetch(q("settle_edges"), ok, "satisfied")
-        counts = Counter(r[1] for r in settled)
-        counted = await db.fetch(q("count_satisfied"), list(counts), list(counts.values()))
-        free = [r[0] for r in counted if r[1]]
-        marks = await _take_marks(db, len(free))
-        unblocked += _count(await db.execute(q("unblock"), free, list(marks), now_ms))
-    if failed:
-        settled = await db.fetch(q("settle_edges"), list(failed), "failed")
-        errors = {r[1]: "upstream task {} ended {}".format(*failed[r[0]]) for r in settled}
-        done = await db.execute(q("fail_upstream"), list(errors), list(errors.values()), now_ms)
-        upstream_failed = _count(done)
-    await db.execute(q("forget_propagations"), [r[0] for r in ended])
-    if later:
-        await db.execute(q("propagate_later"), *_columns(later, 2))
-    more = await db.fetchval(q("has_propagations"), now_ms)
-    return Propagated(unblocked, upstream_failed, more=bool(more))
-
-
-def _count(status: str) -> int:
-    return int(status.rsplit(" ", 1)[1])
-
-
-async def _settle_key(db: Db, key: str, now_ms: int) -> Turn:
-    """As in the SQLite store; the caller holds the key's advisory lock."""
-    kept = still_held(await db.fetchrow(q("key_holder"), key), now_ms)
-    if kept is not None:
-        return kept
-    nxt = await db.fetchrow(q("next_of_key"), key, now_ms)
-    if nxt is None:
-        await db.execute(q("free_key"), key)
-        return Turn(None)
-    seq, status = nxt
-    await db.execute(q("hold_key"), key, seq)
-    if status != Status.WAITING:
-        return Turn(seq)
-    (mark,) = await _take_marks(db, 1)
-    await db.execute(q("take_turn"), seq, mark)
-    return Turn(seq, took_turn=True)
-
-
-async def _pass_keys(
-    db: Db, ended: Sequence[asyncpg.Record], now_ms: int
-) -> tuple[int, list[tuple[int, int]]]:
-    grouped = ends_by_key(ended)
-    if not grouped:
-        return 0, []
-    await db.execute(q("lock_keys"), list(grouped))
-    turns, again = 0, []
-    for key in grouped:
-        turn = await _settle_key(db, key, now_ms)
-        turns += turn.took_turn
-        again += later(grouped, key, turn)
-    return turns, again
-
-
-class _Claim(NamedTuple):
-    now_ms: int
-    lease_until: int
-    worker_id: str
-
-    async def run(
-        self, db: Db, items: Sequence[tuple[int, int]], *, keyed: bool
-    ) -> list[asyncpg.Record]:
-        seqs, triggered = [i[0] for i in items], [i[1] for i in items]
-        args = (seqs, triggered, self.now_ms, self.lease_until, self.worker_id, keyed)
-        return list(await db.fetch(q("claim"), *args))
-
-
-async def _claim_keyed(
-    db: Db, items: Sequence[tuple[int, int]], claim: _Claim
-) -> list[asyncpg.Record]:
-    if not items:  # every item was claimed (a seq pulled twice counts once)
-        return []
-    latest = max(triggered for _, triggered in items)
-    keyed = await db.fetch(q("keyed_claims"), [i[0] for i in items], latest)
-    if not keyed:
-        return []
-    keys = sorted({r[1] for r in keyed})
-    # The marks' lock, then the keys': the order a propagation takes them in too.
-    await _lock_marks(db)
-    await db.execute(q("lock_keys"), keys)
-    holders = {key: (await _settle_key(db, key, claim.now_ms)).holder for key in keys}
-    turn = {r[0] for r in keyed if holders[r[1]] == r[0]}
-    await db.execute(q("wait_for_turn"), [r[0] for r in keyed if r[0] not in turn])
-    if not turn:
-        return []
-    return await claim.run(db, [i for i in items if i[0] in turn], keyed=True)
-
-
-async def _finish(db: Db, finishes: Sequence[Finish]) -> list[bool]:
-    ends = Ends(finishes)
-    batch = ends.rows(await _take_marks(db, ends.retries))
-    written = await db.fetch(q("finish"), *_columns(batch, 8))
-    executions = ends.executions(written)
-    if executions:
-        await db.execute(q("insert_executions"), *_columns(executions, 10))
-    repeats = await _finish(db, ends.repeats) if ends.repeats else []
-    return ends.answers({r[0] for r in written}, repeats)
-
-
-async def _holding(db: Db, fences: Collection[Fence]) -> set[Fence]:
-    """Those of `fences` whose lease still holds by the server's clock. Read without a
-    row lock, which could deadlock with a renewal locking the leases in another order:
-    a takeover committed meanwhile is harmless, as the schedule's compare-and-set still
-    admits one advance."""
-    if not fences:
-        return set()
-    now = await db.fetchval(q("now_ms"))
-    found = await db.fetch(q("holding_fences"), *_columns(list(fences), 3), now)
-    return {Fence(r[0], r[1], r[2]) for r in found}
-
-
-async def _advance(db: Db, advance: Advance) -> int | None:
-    s, nxt, skip, _ = advance
-    async with db.transaction():  # a savepoint: a lost compare-and-set undoes its insert
-        (seq,) = await _insert_task_rows(db, [convert.task_params(nxt)])
-        advanced = await db.execute(
-            q("advance_schedule"), seq, s.schedule_id, s.version, skip is not None
-        )
-        if not _changed(advanced):
-            await db.execute(q("delete_task"), seq)
-            return None
-        if skip is not None:
-            skipped, reason = skip
-            await db.execute(q("skip_instance"), skipped, nxt.created_ms, reason)
-        return seq
+    return changed(await command)

@@ -10,7 +10,6 @@ import json
 import logging
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,7 +29,6 @@ from tickwheel.models import (
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import (
     Advance,
-    Fence,
     Held,
     LeaseHolder,
     News,
@@ -47,28 +45,16 @@ from tickwheel.storage.base import (
     WorkflowSummary,
 )
 from tickwheel.storage.listing import task_clauses
-from tickwheel.storage.plans import (
-    Dependencies,
-    Ends,
-    Known,
-    Repeats,
-    Turn,
-    cancelled_run,
-    ends_by_key,
-    held,
-    later,
-    row_marks,
-    still_held,
-)
+from tickwheel.storage.plans import attempts, propagation
+from tickwheel.storage.plans import inserts as plans
+from tickwheel.storage.plans.steps import Claim
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.holder import HolderLock
-from tickwheel.storage.sqlite.queries import TASK_COLUMNS, q
+from tickwheel.storage.sqlite.queries import DB_NOW_MS, NEVER, TASK_COLUMNS, q
 from tickwheel.storage.sqlite.retention import delete_ended
+from tickwheel.storage.sqlite.steps import SqliteSteps, run
 
 log = logging.getLogger(__name__)
-
-DB_NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-NEVER = 2**62
 
 
 class SqliteStore:
@@ -120,23 +106,17 @@ class SqliteStore:
         return [held.seq for held in await self.insert_tasks_with_holders(tasks)]
 
     async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
-        return await self._writer.transaction(lambda db: _insert_tasks(db, tasks))
+        return await self._writer.transaction(lambda db: run(db, plans.insert_tasks(tasks)))
 
     async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
         return await self._writer.transaction(
-            lambda db: _propagate(db, now_ms, limit), acknowledged=False
+            lambda db: run(db, propagation.propagate(now_ms, limit)), acknowledged=False
         )
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
-        def work(db: sqlite3.Connection) -> bool:
-            w = workflow
-            row = (w.workflow_id, w.name, w.created_ms, w.request_hash)
-            if not db.execute(q("insert_workflow"), row).rowcount:
-                return False
-            _insert_tasks(db, tasks)
-            return True
-
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(
+            lambda db: run(db, plans.insert_workflow(workflow, tasks))
+        )
 
     async def get_workflow(
         self, workflow_id: str
@@ -223,26 +203,12 @@ class SqliteStore:
         return [convert.execution(r) for r in rows]
 
     async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
-        def work(db: sqlite3.Connection) -> list[bool]:
-            marks = _take_marks(db, len(items))
-            return [
-                bool(
-                    db.execute(
-                        q("redrive"), {"seq": s, "version": v, "now": now_ms, "mark": m}
-                    ).rowcount
-                )
-                for (s, v), m in zip(items, marks, strict=True)
-            ]
-
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(lambda db: run(db, attempts.redrive(items, now_ms)))
 
     async def set_priority(self, seq: int, version: int, priority: int) -> bool:
-        def work(db: sqlite3.Connection) -> bool:
-            (mark,) = _take_marks(db, 1)
-            params = {"seq": seq, "version": version, "priority": priority, "mark": mark}
-            return bool(db.execute(q("set_priority"), params).rowcount)
-
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(
+            lambda db: run(db, attempts.set_priority(seq, version, priority))
+        )
 
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         params = {"task_seq": task_seq, "fence": fence}
@@ -252,16 +218,9 @@ class SqliteStore:
         return convert.execution(found) if found else None
 
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
-        params = {"seq": seq, "version": version, "now": now_ms}
-
-        def work(db: sqlite3.Connection) -> bool:
-            cancelled = db.execute(q("cancel"), params).fetchone()
-            run = cancelled_run(cancelled, version, now_ms)
-            if run is not None:
-                db.execute(q("insert_execution"), run)
-            return cancelled is not None
-
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(
+            lambda db: run(db, attempts.cancel(seq, version, now_ms))
+        )
 
     async def delete_ended_tasks(
         self, *, ended_before_ms: int, after_seq: int, batch: int
@@ -314,20 +273,13 @@ class SqliteStore:
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
     ) -> list[ClaimedTask]:
-        params = {
-            "claims": json.dumps(items),
-            "now": now_ms,
-            "lease_until": now_ms + lease_ms,
-            "worker_id": worker_id,
-            "keyed": 0,
-        }
+        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False)
 
         def work(db: sqlite3.Connection) -> list[Any]:
-            rows = db.execute(q("claim"), params).fetchall()
+            rows = SqliteSteps(db).claim(plain)
             if len(rows) < len(items):  # cancelled meanwhile, or behind an ordering key
-                claimed = {r[0] for r in rows}
-                rest = [item for item in items if item[0] not in claimed]
-                rows += _claim_keyed(db, rest, params)
+                rest = replace(plain, items=propagation.unclaimed(items, rows))
+                rows += run(db, propagation.claim_keyed(rest))
             return rows
 
         rows = await self._writer.transaction(work, acknowledged=False)
@@ -341,7 +293,9 @@ class SqliteStore:
         return set(fences) - {r[0] for r in rows}
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
-        return await self._writer.transaction(lambda db: _finish(db, finishes), acknowledged=False)
+        return await self._writer.transaction(
+            lambda db: run(db, attempts.finish(finishes)), acknowledged=False
+        )
 
     async def subscribe(self, on_news: Callable[[News], None]) -> None:
         """One file, usually one process: a second process on it finds news by polling."""
@@ -356,20 +310,9 @@ class SqliteStore:
     # -- schedules -----------------------------------------------------------
 
     async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
-        def work(db: sqlite3.Connection) -> str:
-            # The key names the schedule, the id users hold, not its first instance.
-            originals = _repeats(db, [replace(first, task_id=schedule.schedule_id)])
-            if originals:
-                return originals[0]
-            db.execute(q("insert_schedule"), convert.schedule_params(schedule))
-            (seq,) = _insert_task_rows(db, [convert.task_params(first)])
-            db.execute(
-                "UPDATE schedules SET current_seq = ? WHERE schedule_id = ?",
-                (seq, schedule.schedule_id),
-            )
-            return schedule.schedule_id
-
-        return await self._writer.transaction(work)
+        return await self._writer.transaction(
+            lambda db: run(db, plans.insert_schedule(schedule, first))
+        )
 
     async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
         row = await self._reader.run(
@@ -384,13 +327,9 @@ class SqliteStore:
         return {s.current_seq: s for s in schedules if s.current_seq is not None}
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
-        def work(db: sqlite3.Connection) -> list[int | None]:
-            held = _holding(db, {a.fence for a in advances if a.fence is not None})
-            return [
-                _advance(db, a) if a.fence is None or a.fence in held else None for a in advances
-            ]
-
-        return await self._writer.transaction(work, acknowledged=False)
+        return await self._writer.transaction(
+            lambda db: run(db, plans.advance_schedules(advances)), acknowledged=False
+        )
 
     async def set_schedule_status(
         self, schedule_id: str, status: str, *, only_from: Collection[str] | None = None
@@ -578,202 +517,3 @@ def _below(before: Page | None) -> dict[str, Any]:
     if before is None:
         return {"before_created": NEVER, "before_id": ""}
     return {"before_created": before.created_ms, "before_id": before.key}
-
-
-def _insert_tasks(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> list[Held]:
-    originals = _repeats(db, tasks)  # index -> task_id first made for it
-    fresh_at = [i for i in range(len(tasks)) if i not in originals]
-    fresh = [tasks[i] for i in fresh_at]
-    graph = Dependencies(fresh, fresh_at, _statuses_of(db, Dependencies.outside(fresh)))
-    seqs = _insert_task_rows(
-        db,
-        [convert.task_params(t, s) for t, s in zip(fresh, graph.statuses, strict=True)],
-        [t.direct for t in fresh],
-    )
-    links = graph.links(seqs)
-    if links is not None:
-        db.executemany(q("insert_edge"), links.edges)
-        db.executemany(q("insert_dependency"), links.counters)
-        db.execute(q("mark_has_dependents"), (json.dumps(links.watched),))
-    seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
-    older = [task_id for task_id in originals.values() if task_id not in seq_of]
-    if older:
-        seq_of.update(db.execute(q("seqs_of"), (json.dumps(older),)).fetchall())
-    return held(tasks, originals, seq_of)
-
-
-def _statuses_of(db: sqlite3.Connection, task_ids: list[str]) -> Known:
-    if not task_ids:
-        return {}
-    found = db.execute(q("statuses_of"), (json.dumps(task_ids),)).fetchall()
-    return {task_id: (seq, Status(status)) for task_id, seq, status in found}
-
-
-def _propagate(db: sqlite3.Connection, now_ms: int, limit: int) -> Propagated:
-    """Tell the dependents of tasks that ended: free those whose last predecessor
-    succeeded, fail those whose predecessor did not (their own dependents follow in a
-    later round, queued by the same trigger). Hand the ordering key of each ended task
-    on to the next task of that key."""
-    ended = db.execute(q("take_propagations"), {"limit": limit, "now": now_ms}).fetchall()
-    if not ended:
-        return Propagated(0, 0, more=False)
-    ok = [seq for seq, _, status, _ in ended if status == Status.SUCCEEDED]
-    failed = {seq: (task_id, status) for seq, task_id, status, _ in ended if seq not in ok}
-    unblocked, later = _pass_keys(db, ended, now_ms)
-    upstream_failed = 0
-    if ok:
-        settled = db.execute(q("settle_edges"), {"seqs": json.dumps(ok), "state": "satisfied"})
-        counts = Counter(dependent for _, dependent in settled.fetchall())
-        counted = db.execute(q("count_satisfied"), {"counts": json.dumps(list(counts.items()))})
-        free = [seq for seq, complete in counted.fetchall() if complete]
-        marks = _take_marks(db, len(free))
-        params = {"tasks": json.dumps(list(zip(free, marks, strict=True))), "now": now_ms}
-        unblocked += db.execute(q("unblock"), params).rowcount
-    if failed:
-        settled = db.execute(
-            q("settle_edges"), {"seqs": json.dumps(list(failed)), "state": "failed"}
-        )
-        errors = {
-            dependent: "upstream task {} ended {}".format(*failed[predecessor])
-            for predecessor, dependent in settled.fetchall()
-        }
-        params = {"tasks": json.dumps(list(errors.items())), "now": now_ms}
-        upstream_failed = db.execute(q("fail_upstream"), params).rowcount
-    db.execute(q("forget_propagations"), (json.dumps([seq for seq, *_ in ended]),))
-    db.executemany(q("propagate_later"), later)
-    more = db.execute(q("has_propagations"), (now_ms,)).fetchone()[0]
-    return Propagated(unblocked, upstream_failed, more=bool(more))
-
-
-def _claim_keyed(
-    db: sqlite3.Connection, items: Sequence[tuple[int, int]], params: dict[str, Any]
-) -> list[Any]:
-    """Claim the tasks whose turn it is on their ordering key; the others wait for it."""
-    now = params["now"]
-    seqs = json.dumps([seq for seq, _ in items])
-    if not items:  # every item was claimed (a seq pulled twice counts once)
-        return []
-    latest = max(triggered for _, triggered in items)
-    keyed = db.execute(q("keyed_claims"), {"seqs": seqs, "latest": latest}).fetchall()
-    if not keyed:
-        return []
-    holders = {key: _settle_key(db, key, now).holder for key in {key for _, key in keyed}}
-    turn = {seq for seq, key in keyed if holders[key] == seq}
-    db.execute(q("wait_for_turn"), (json.dumps([seq for seq, _ in keyed if seq not in turn]),))
-    if not turn:
-        return []
-    claims = json.dumps([item for item in items if item[0] in turn])
-    return db.execute(q("claim"), {**params, "claims": claims, "keyed": 1}).fetchall()
-
-
-def _settle_key(db: sqlite3.Connection, key: str, now_ms: int) -> Turn:
-    """Who holds `key` now: its holder while it keeps it (`still_held`), else the
-    earliest due of its tasks not yet run, whose turn it becomes (a waiting one is made
-    pending again)."""
-    kept = still_held(db.execute(q("key_holder"), (key,)).fetchone(), now_ms)
-    if kept is not None:
-        return kept
-    nxt = db.execute(q("next_of_key"), {"key": key, "now": now_ms}).fetchone()
-    if nxt is None:
-        db.execute(q("free_key"), (key,))
-        return Turn(None)
-    seq, status = nxt
-    db.execute(q("hold_key"), (key, seq))
-    if status != Status.WAITING:
-        return Turn(seq)
-    (mark,) = _take_marks(db, 1)
-    db.execute(q("take_turn"), {"seq": seq, "mark": mark})
-    return Turn(seq, took_turn=True)
-
-
-def _pass_keys(
-    db: sqlite3.Connection, ended: Sequence[Any], now_ms: int
-) -> tuple[int, list[tuple[int, int]]]:
-    """Pass on the ordering keys of tasks that ended. Returns how many waiting tasks
-    took their turn, and (seq, not before) of ends to tell again later."""
-    grouped = ends_by_key(ended)
-    turns, again = 0, []
-    for key in grouped:
-        turn = _settle_key(db, key, now_ms)
-        turns += turn.took_turn
-        again += later(grouped, key, turn)
-    return turns, again
-
-
-def _repeats(db: sqlite3.Connection, tasks: Sequence[NewTask]) -> dict[int, str]:
-    """Which tasks repeat an earlier submission (index -> the task first made for it);
-    raises `RejectedItems` naming every conflict."""
-    repeats = Repeats(tasks)
-    if chosen := repeats.chosen_ids():
-        stored = db.execute(q("stored_requests"), (json.dumps(chosen),)).fetchall()
-        repeats.settle_ids(dict(stored))
-    if rows := repeats.keys_to_take():
-        params = {"keys": json.dumps(rows), "since": repeats.keys_free_before()}
-        taken = db.execute(q("take_idempotency_keys"), params).fetchall()
-        if missing := repeats.keys_not_taken({(r[0], r[1]) for r in taken}):
-            held = db.execute(q("idempotency_key_holders"), (json.dumps(missing),)).fetchall()
-            repeats.settle_keys({(r[0], r[1]): (r[2], r[3]) for r in held})
-    return repeats.originals()
-
-
-def _insert_task_rows(
-    db: sqlite3.Connection, rows: list[list[Any]], direct: Sequence[bool] = ()
-) -> list[int]:
-    # Explicit seqs: SQLite has one writer at a time, so MAX + 1 inside the write
-    # transaction is the commit order, which the loader's "seq after" scan relies on.
-    first = db.execute(q("max_seq")).fetchone()[0] + 1
-    seqs = list(range(first, first + len(rows)))
-    direct = direct or [False] * len(rows)
-    marks = row_marks(direct, _take_marks(db, len(rows) - sum(direct)))
-    db.executemany(
-        q("insert_task"), [[s, m, *r] for s, m, r in zip(seqs, marks, rows, strict=True)]
-    )
-    return seqs
-
-
-def _take_marks(db: sqlite3.Connection, count: int) -> range:
-    """`count` new marks, above every mark committed before (one writer at a time)."""
-    if count == 0:
-        return range(0)
-    (top,) = db.execute(q("take_marks"), {"count": count}).fetchone()
-    return range(top - count + 1, top + 1)
-
-
-def _finish(db: sqlite3.Connection, finishes: Sequence[Finish]) -> list[bool]:
-    """One UPDATE for the batch and one INSERT of its execution rows."""
-    ends = Ends(finishes)
-    batch = ends.rows(_take_marks(db, ends.retries))
-    written = db.execute(q("finish"), {"finishes": json.dumps(batch)}).fetchall()
-    db.executemany(q("insert_execution"), ends.executions(written))
-    repeats = _finish(db, ends.repeats) if ends.repeats else []
-    return ends.answers({row[0] for row in written}, repeats)
-
-
-def _holding(db: sqlite3.Connection, fences: Collection[Fence]) -> set[Fence]:
-    """Those of `fences` whose lease still holds by the database's clock."""
-    if not fences:
-        return set()
-    now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
-    return {
-        fence
-        for fence in fences
-        if db.execute(q("fence_holds"), {**fence._asdict(), "now": now}).fetchone()
-    }
-
-
-def _advance(db: sqlite3.Connection, advance: Advance) -> int | None:
-    schedule, nxt, skip, _ = advance
-    (seq,) = _insert_task_rows(db, [convert.task_params(nxt)])
-    params = {
-        "next_seq": seq,
-        "schedule_id": schedule.schedule_id,
-        "version": schedule.version,
-        "skipped": skip is not None,
-    }
-    if not db.execute(q("advance_schedule"), params).rowcount:
-        db.execute("DELETE FROM tasks WHERE seq = ?", (seq,))
-        return None
-    if skip is not None:
-        skipped, reason = skip
-        db.execute(q("skip_instance"), {"seq": skipped, "now": nxt.created_ms, "reason": reason})
-    return seq
