@@ -62,8 +62,9 @@ async def fill(store: Store, rows: int) -> float:
     began = time.perf_counter()
     for start in range(0, rows, BATCH):
         await store.insert_tasks(tasks(start, min(BATCH, rows - start)))
-    held = await store.acquire("bench", range(PARTITIONS), ttl_ms=600_000)
-    await store.set_watermarks("bench", {p: (epoch, NOW) for p, epoch in held.items()})
+    held = (await store.renew("bench", {}, range(PARTITIONS), ttl_ms=600_000, beat=False)).held
+    marks = {p: (epoch, NOW) for p, epoch in held.items()}
+    await store.renew("bench", marks, range(PARTITIONS), ttl_ms=600_000, beat=False)
     return time.perf_counter() - began
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,28 @@ OPTIONS = TaskOptions(
     timeout_seconds=12.5,
 )
 EVERYTHING = TaskFilter()
+
+
+# -- leases, through the one renewal the engine makes ----------------------------
+
+
+async def acquire(
+    store: Store, node_id: str, wanted: Iterable[int], *, ttl_ms: int
+) -> dict[int, int]:
+    """Take or renew the leases on `wanted`: a renewal that records no watermark."""
+    return (await store.renew(node_id, {}, list(wanted), ttl_ms=ttl_ms, beat=False)).held
+
+
+async def set_watermarks(store: Store, node_id: str, marks: dict[int, tuple[int, int]]) -> set[int]:
+    """Record watermarks in a renewal keeping the same partitions; answer those not held
+    under the epoch presented (their watermark is not recorded)."""
+    renewal = await store.renew(node_id, marks, list(marks), ttl_ms=LONG_TTL, beat=False)
+    return {p for p, (epoch, _) in marks.items() if renewal.held.get(p) != epoch}
+
+
+async def heartbeat(store: Store, node_id: str, *, ttl_ms: int) -> list[str]:
+    """Say the node is alive: a renewal that takes no lease; answer the nodes alive."""
+    return (await store.renew(node_id, {}, [], ttl_ms=ttl_ms, beat=True)).alive
 
 
 def new_task(
@@ -935,7 +958,7 @@ async def assert_refused(store: Store, advance: Advance) -> None:
 
 async def test_an_advance_presenting_the_current_lease_succeeds(store: Store) -> None:
     schedule, first = await create_schedule(store)
-    held = await store.acquire("a", [1], ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", [1], ttl_ms=LONG_TTL)
 
     (second,) = await store.advance_schedules([fenced(schedule, Fence("a", 1, held[1]))])
 
@@ -947,9 +970,9 @@ async def test_an_advance_presenting_the_current_lease_succeeds(store: Store) ->
 
 async def test_an_advance_presenting_a_stale_epoch_is_refused(store: Store) -> None:
     schedule, first = await create_schedule(store)
-    old = await store.acquire("a", [1], ttl_ms=LONG_TTL)
+    old = await acquire(store, "a", [1], ttl_ms=LONG_TTL)
     await store.release("a", old)
-    new = await store.acquire("b", [1], ttl_ms=LONG_TTL)
+    new = await acquire(store, "b", [1], ttl_ms=LONG_TTL)
     assert new[1] > old[1]
 
     await assert_refused(store, fenced(schedule, Fence("a", 1, old[1]), skip=first))
@@ -961,7 +984,7 @@ async def test_an_advance_presenting_a_stale_epoch_is_refused(store: Store) -> N
 
 async def test_an_advance_under_an_expired_lease_is_refused(store: Store) -> None:
     schedule, _ = await create_schedule(store)
-    held = await store.acquire("a", [1], ttl_ms=200)
+    held = await acquire(store, "a", [1], ttl_ms=200)
 
     await asyncio.sleep(0.3)  # lapsed by the store's clock, though no node took it over
 
@@ -971,9 +994,9 @@ async def test_an_advance_under_an_expired_lease_is_refused(store: Store) -> Non
 async def test_a_fenced_batch_answers_each_advance(store: Store) -> None:
     kept, _ = await create_schedule(store, "kept", partition=1)
     lost, _ = await create_schedule(store, "lost", partition=2)
-    held = await store.acquire("a", [1, 2], ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", [1, 2], ttl_ms=LONG_TTL)
     await store.release("a", {2: held[2]})
-    await store.acquire("b", [2], ttl_ms=LONG_TTL)
+    await acquire(store, "b", [2], ttl_ms=LONG_TTL)
 
     results = await store.advance_schedules(
         [fenced(lost, Fence("a", 2, held[2])), fenced(kept, Fence("a", 1, held[1]))]
@@ -1039,26 +1062,26 @@ async def test_partitions_are_fixed_when_the_store_is_created(stores: Stores) ->
     store = await stores.open(partitions=5)
 
     assert await store.partitions() == 5
-    held = await store.acquire("a", range(10), ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", range(10), ttl_ms=LONG_TTL)
     assert sorted(held) == [0, 1, 2, 3, 4]
 
 
 async def test_acquire_gives_free_partitions_to_one_node(store: Store) -> None:
     everything = range(await store.partitions())
 
-    held = await store.acquire("a", everything, ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", everything, ttl_ms=LONG_TTL)
 
     assert sorted(held) == list(everything)
     assert min(held.values()) >= 1
-    assert await store.acquire("b", everything, ttl_ms=LONG_TTL) == {}
-    assert await store.acquire("a", everything, ttl_ms=LONG_TTL) == held
+    assert await acquire(store, "b", everything, ttl_ms=LONG_TTL) == {}
+    assert await acquire(store, "a", everything, ttl_ms=LONG_TTL) == held
 
 
 async def test_acquire_takes_only_the_wanted_partitions(store: Store) -> None:
     everything = range(await store.partitions())
 
-    mine = await store.acquire("a", [0, 1, 2], ttl_ms=LONG_TTL)
-    theirs = await store.acquire("b", everything, ttl_ms=LONG_TTL)
+    mine = await acquire(store, "a", [0, 1, 2], ttl_ms=LONG_TTL)
+    theirs = await acquire(store, "b", everything, ttl_ms=LONG_TTL)
 
     assert sorted(mine) == [0, 1, 2]
     assert sorted(theirs) == list(everything)[3:]
@@ -1066,78 +1089,79 @@ async def test_acquire_takes_only_the_wanted_partitions(store: Store) -> None:
 
 async def test_an_expired_lease_moves_to_another_node_with_a_higher_epoch(store: Store) -> None:
     everything = range(await store.partitions())
-    old = await store.acquire("a", everything, ttl_ms=200)
-    assert await store.acquire("b", everything, ttl_ms=200) == {}
+    old = await acquire(store, "a", everything, ttl_ms=200)
+    assert await acquire(store, "b", everything, ttl_ms=200) == {}
 
     await asyncio.sleep(0.3)
-    new = await store.acquire("b", everything, ttl_ms=LONG_TTL)
+    new = await acquire(store, "b", everything, ttl_ms=LONG_TTL)
 
     assert sorted(new) == list(everything)
     assert all(new[p] > old[p] for p in everything)
-    assert await store.acquire("a", everything, ttl_ms=LONG_TTL) == {}
+    assert await acquire(store, "a", everything, ttl_ms=LONG_TTL) == {}
     before = await store.watermarks()
-    lost = await store.set_watermarks("a", {p: (old[p], T0) for p in everything})
+    lost = await set_watermarks(store, "a", {p: (old[p], T0) for p in everything})
     assert lost == set(everything)
     assert await store.watermarks() == before
 
 
 async def test_watermarks_are_fenced_by_epoch_and_only_move_forward(store: Store) -> None:
-    held = await store.acquire("a", [0, 1], ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", [0, 1], ttl_ms=LONG_TTL)
     before = await store.watermarks()
 
-    lost = await store.set_watermarks("a", {0: (held[0], T0), 1: (held[1] + 1, T0)})
+    lost = await set_watermarks(store, "a", {0: (held[0], T0), 1: (held[1] + 1, T0)})
 
     assert lost == {1}
     marks = await store.watermarks()
     assert (marks[0], marks[1]) == (T0, before[1])
-    assert await store.set_watermarks("a", {0: (held[0], T0 - 500)}) == set()
+    assert await set_watermarks(store, "a", {0: (held[0], T0 - 500)}) == set()
     assert (await store.watermarks())[0] == T0
-    assert await store.set_watermarks("a", {0: (held[0], T0 + 500)}) == set()
+    assert await set_watermarks(store, "a", {0: (held[0], T0 + 500)}) == set()
     assert (await store.watermarks())[0] == T0 + 500
     # Neither another node with the holder's epoch nor anyone on a free partition.
-    assert await store.set_watermarks("b", {0: (held[0], T0 + DAY)}) == {0}
-    assert await store.set_watermarks("a", {2: (held[0], T0 + DAY)}) == {2}
+    assert await set_watermarks(store, "b", {0: (held[0], T0 + DAY)}) == {0}
+    free = await store.renew("a", {2: (held[0], T0 + DAY)}, [], ttl_ms=LONG_TTL, beat=False)
+    assert free.held == {}
     marks = await store.watermarks()
     assert (marks[0], marks[2]) == (T0 + 500, before[2])
 
 
 async def test_renewal_keeps_the_epoch_and_the_lease(store: Store) -> None:
-    held = await store.acquire("a", [0], ttl_ms=400)
+    held = await acquire(store, "a", [0], ttl_ms=400)
     for _ in range(3):  # 0.45 s in all: without the renewals the lease would have run out
         await asyncio.sleep(0.15)
-        assert await store.acquire("a", [0], ttl_ms=400) == held
+        assert await acquire(store, "a", [0], ttl_ms=400) == held
 
-    assert await store.acquire("b", [0], ttl_ms=400) == {}
-    assert await store.set_watermarks("a", {0: (held[0], T0)}) == set()
+    assert await acquire(store, "b", [0], ttl_ms=400) == {}
+    assert await set_watermarks(store, "a", {0: (held[0], T0)}) == set()
 
 
 async def test_release_frees_partitions_at_once(store: Store) -> None:
     everything = range(await store.partitions())
-    held = await store.acquire("a", everything, ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", everything, ttl_ms=LONG_TTL)
 
     await store.release("b", held)  # not b's to release
-    assert await store.acquire("b", everything, ttl_ms=LONG_TTL) == {}
+    assert await acquire(store, "b", everything, ttl_ms=LONG_TTL) == {}
 
     await store.release("a", held)
-    taken = await store.acquire("b", everything, ttl_ms=LONG_TTL)
+    taken = await acquire(store, "b", everything, ttl_ms=LONG_TTL)
 
     assert sorted(taken) == list(everything)
     assert all(taken[p] > held[p] for p in everything)
-    assert await store.set_watermarks("a", {0: (held[0], T0)}) == {0}
+    assert await set_watermarks(store, "a", {0: (held[0], T0)}) == {0}
 
 
 async def test_nodes_alive_are_those_whose_heartbeat_has_not_lapsed(store: Store) -> None:
-    assert await store.heartbeat("b", ttl_ms=200) == ["b"]
-    assert await store.heartbeat("a", ttl_ms=LONG_TTL) == ["a", "b"]
+    assert await heartbeat(store, "b", ttl_ms=200) == ["b"]
+    assert await heartbeat(store, "a", ttl_ms=LONG_TTL) == ["a", "b"]
     await asyncio.sleep(0.3)
-    assert await store.heartbeat("a", ttl_ms=LONG_TTL) == ["a"]  # b's lapsed
-    assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["a", "b"]  # back again
+    assert await heartbeat(store, "a", ttl_ms=LONG_TTL) == ["a"]  # b's lapsed
+    assert await heartbeat(store, "b", ttl_ms=LONG_TTL) == ["a", "b"]  # back again
     await store.leave("a")
-    assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["b"]
+    assert await heartbeat(store, "b", ttl_ms=LONG_TTL) == ["b"]
 
 
 async def test_one_renewal_records_watermarks_gives_back_and_takes(store: Store) -> None:
-    held = await store.acquire("a", [0, 1, 2], ttl_ms=LONG_TTL)
+    held = await acquire(store, "a", [0, 1, 2], ttl_ms=LONG_TTL)
     before = await store.watermarks()
     marks = {0: (held[0], T0), 1: (held[1] + 1, T0), 2: (held[2], T0)}
 
@@ -1149,15 +1173,15 @@ async def test_one_renewal_records_watermarks_gives_back_and_takes(store: Store)
     assert renewal.alive == []
     marks_now = await store.watermarks()
     assert (marks_now[0], marks_now[1], marks_now[2]) == (T0, before[1], T0)
-    taken = await store.acquire("b", [2, 3], ttl_ms=LONG_TTL)
+    taken = await acquire(store, "b", [2, 3], ttl_ms=LONG_TTL)
     assert list(taken) == [2]
     assert taken[2] > held[2]
 
 
 async def test_a_renewal_after_the_lease_lapsed_comes_back_under_a_new_epoch(store: Store) -> None:
-    held = await store.acquire("a", [0, 1], ttl_ms=200)
+    held = await acquire(store, "a", [0, 1], ttl_ms=200)
     await asyncio.sleep(0.3)
-    assert list(await store.acquire("b", [1], ttl_ms=LONG_TTL)) == [1]
+    assert list(await acquire(store, "b", [1], ttl_ms=LONG_TTL)) == [1]
     before = await store.watermarks()
 
     marks = {p: (held[p], T0) for p in held}
@@ -1169,15 +1193,15 @@ async def test_a_renewal_after_the_lease_lapsed_comes_back_under_a_new_epoch(sto
 
 
 async def test_a_renewal_with_a_heartbeat_answers_the_nodes_alive(store: Store) -> None:
-    await store.heartbeat("b", ttl_ms=LONG_TTL)
-    await store.heartbeat("c", ttl_ms=200)
+    await heartbeat(store, "b", ttl_ms=LONG_TTL)
+    await heartbeat(store, "c", ttl_ms=200)
     await asyncio.sleep(0.3)
 
     renewal = await store.renew("a", {}, [0], ttl_ms=LONG_TTL, beat=True)
 
     assert renewal.alive == ["a", "b"]
     assert list(renewal.held) == [0]
-    assert await store.heartbeat("b", ttl_ms=LONG_TTL) == ["a", "b"]
+    assert await heartbeat(store, "b", ttl_ms=LONG_TTL) == ["a", "b"]
 
 
 # -- durability --------------------------------------------------------------
@@ -1188,8 +1212,8 @@ async def test_reopening_keeps_the_data_and_the_partition_count(stores: Stores) 
     (seq,) = await first.insert_tasks([new_task("kept", options=OPTIONS)])
     schedule, _ = await create_schedule(first)
     claimed = await claim(first, seq)
-    held = await first.acquire("a", [3], ttl_ms=LONG_TTL)
-    await first.set_watermarks("a", {3: (held[3], T0)})
+    held = await acquire(first, "a", [3], ttl_ms=LONG_TTL)
+    await set_watermarks(first, "a", {3: (held[3], T0)})
     task = await first.get_task("task-kept")
     await stores.close(first)
 
@@ -1573,11 +1597,11 @@ async def test_list_schedules_with_their_current_and_previous_instance(store: St
 
 
 async def test_scheduler_nodes_and_lease_holders_alive_by_the_stores_clock(store: Store) -> None:
-    await store.heartbeat("a", ttl_ms=LONG_TTL)
-    await store.heartbeat("gone", ttl_ms=-1)
-    held = await store.acquire("a", [0, 1], ttl_ms=LONG_TTL)
-    await store.acquire("b", [2], ttl_ms=LONG_TTL)
-    await store.acquire("lapsed", [3], ttl_ms=-1)
+    await heartbeat(store, "a", ttl_ms=LONG_TTL)
+    await heartbeat(store, "gone", ttl_ms=-1)
+    held = await acquire(store, "a", [0, 1], ttl_ms=LONG_TTL)
+    await acquire(store, "b", [2], ttl_ms=LONG_TTL)
+    await acquire(store, "lapsed", [3], ttl_ms=-1)
 
     nodes = await store.scheduler_nodes()
     holders = await store.lease_holders()
@@ -1664,8 +1688,8 @@ async def test_count_by_status_counts_every_stored_status_and_the_due_pending(
     await claim(store, seqs[3])
     await store.finish([success(await claim(store, seqs[4]), at=T0 + 5)])
     await store.cancel(seqs[5], (await get(store, seqs[5])).version, T0)
-    held = await store.acquire("a", [0], ttl_ms=LONG_TTL)
-    assert await store.set_watermarks("a", {0: (held[0], T0)}) == set()
+    held = await acquire(store, "a", [0], ttl_ms=LONG_TTL)
+    assert await set_watermarks(store, "a", {0: (held[0], T0)}) == set()
 
     counts = await store.count_by_status()
 

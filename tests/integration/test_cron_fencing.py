@@ -40,7 +40,8 @@ async def take_over(node: Node, partition: int) -> tuple[int, int]:
     while True:
         epoch = node.leases.held[partition]
         await node.store.release(node.node_id, {partition: epoch})
-        taken = await node.store.acquire("node-2", [partition], ttl_ms=60_000)
+        renewal = await node.store.renew("node-2", {}, [partition], ttl_ms=60_000, beat=False)
+        taken = renewal.held
         if taken:
             return epoch, taken[partition]
         await asyncio.sleep(0.01)  # that renewal took it back just now: again

@@ -172,7 +172,7 @@ async def h(store: SqliteStore, caplog: pytest.LogCaptureFixture) -> Harness:
     queue = MemoryReadyQueue()
     created: list[int] = []
     service = TaskService(store=store, clock=clock, partitions=PARTITIONS)
-    held = await store.acquire(NODE, range(PARTITIONS), ttl_ms=HOUR_MS)
+    held = (await store.renew(NODE, {}, range(PARTITIONS), ttl_ms=HOUR_MS, beat=False)).held
     resolver = make_resolver(store, queue, clock, created, fences(NODE, held))
     return Harness(store, queue, clock, service, resolver, caplog, held, created)
 
@@ -466,7 +466,7 @@ async def test_a_duplicate_in_one_batch_is_still_pushed_and_creates_one_successo
 async def take_over(h: Harness, partition: int) -> dict[int, int]:
     """Another node takes the partition under a new epoch; `h`'s node has not noticed."""
     await h.store.release(NODE, {partition: h.held[partition]})
-    taken = await h.store.acquire("node-2", [partition], ttl_ms=HOUR_MS)
+    taken = (await h.store.renew("node-2", {}, [partition], ttl_ms=HOUR_MS, beat=False)).held
     assert taken[partition] > h.held[partition]
     return taken
 

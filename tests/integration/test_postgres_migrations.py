@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 from services import fresh_schema
 
-from tickwheel.storage.postgres.store import migrate
+from tickwheel.storage.postgres.migrate import migrate
 
 Description = dict[str, set[tuple[Any, ...]]]
 

@@ -1,10 +1,11 @@
 """PostgreSQL keeps tasks in ranges of seq, each a span of creation time: new tasks
 move on to a fresh range when the current one has been open for its period, and
-retention drops whole ranges whose tasks have all ended (migration 0004)."""
+retention drops whole ranges that nothing needs any more (migrations 0004 and 0009)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from importlib import resources
 
 import asyncpg
@@ -14,7 +15,7 @@ from tickwheel.config import Role, Settings
 from tickwheel.engine.node import Node
 from tickwheel.engine.retention import Retention
 from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
-from tickwheel.models import ScheduleType, Status
+from tickwheel.models import Finish, Outcome, ScheduleType, Status
 from tickwheel.storage.postgres.store import PostgresStore
 
 SPAN = 1 << 26  # the seqs of one range
@@ -149,3 +150,53 @@ async def test_tasks_stored_before_the_partitioning_migration_stay_readable(
     finally:
         await store.close()
     assert await partitions_of(db, "tasks") == {"tasks_r0", "tasks_r1"}
+
+
+async def succeed(node: Node, task_id: str) -> None:
+    seq = await seq_of(node, task_id)
+    now = node.clock.now_ms() + 7_200_000
+    (claimed,) = await node.store.claim([(seq, now)], now_ms=now, lease_ms=30_000, worker_id="w")
+    end = Finish(seq, claimed.fence, Outcome.SUCCEEDED, Status.SUCCEEDED, node.clock.now_ms())
+    assert await node.store.finish([end]) == [True]
+
+
+async def test_a_range_is_kept_while_a_dependent_in_a_newer_one_has_not_ended(
+    db: asyncpg.Connection, node: Node
+) -> None:
+    # The embedded store's rule: a task stays while a dependent has not ended.
+    predecessor = await node.service.submit(LATER)
+    await succeed(node, predecessor.task_id)
+    await store_of(node).roll_task_ranges(period_ms=0)
+    other = await node.service.submit(LATER)  # in r1, pending
+    dependent = await node.service.submit(
+        replace(LATER, dependencies=(predecessor.task_id, other.task_id))
+    )
+    stored = await node.store.get_task(dependent.task_id)
+    assert stored is not None and stored.status is Status.BLOCKED
+    retention = Retention(
+        store=store_of(node), clock=node.clock, range_seconds=0, retention_seconds=0
+    )
+
+    await retention.once()
+
+    assert "tasks_r0" in await partitions_of(db, "tasks")
+    assert await node.store.get_task(predecessor.task_id) is not None
+    await node.service.cancel(dependent.task_id)
+    await node.service.cancel(other.task_id)
+    await retention.once()  # now nothing needs r0: it goes
+    assert "tasks_r0" not in await partitions_of(db, "tasks")
+
+
+async def test_a_range_is_kept_while_a_task_in_it_ended_within_the_retention(
+    db: asyncpg.Connection, node: Node
+) -> None:
+    await node.service.cancel((await node.service.submit(LATER)).task_id)
+    keep_an_hour = Retention(
+        store=store_of(node), clock=node.clock, range_seconds=0, retention_seconds=3600
+    )
+    await keep_an_hour.once()  # seals r0 now
+
+    await db.execute("UPDATE task_ranges SET sealed_at = sealed_at - 7200000")
+    await keep_an_hour.once()
+
+    assert "tasks_r0" in await partitions_of(db, "tasks")  # its task ended just now

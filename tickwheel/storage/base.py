@@ -1,16 +1,15 @@
 """The narrow interfaces a store implements, one per role.
 
-SQLite implements them now and PostgreSQL later; the engine talks only to these.
-Stores are dumb: they run compare-and-set writes and range reads; the rules of
-which transition happens when live in the engine.
+Each service is given only the roles it uses; `Store` is their union, which the
+composition root holds. Stores are plumbing: they run named queries and execute the
+plans of `plans/`, where the rules of which transition happens when are written once.
+The values crossing these interfaces live in `records.py` and are named here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from tickwheel.models import (
     ClaimedTask,
@@ -23,135 +22,70 @@ from tickwheel.models import (
     WheelEntry,
     WorkflowRecord,
 )
+from tickwheel.storage.records import (
+    Advance,
+    Fence,
+    Held,
+    InstanceBrief,
+    LeaseHolder,
+    News,
+    Page,
+    Propagated,
+    Pruned,
+    Renewal,
+    SchedulerNode,
+    ScheduleSummary,
+    TaskFilter,
+    TokenRecord,
+    WorkerBeat,
+    WorkerRecord,
+    WorkflowSummary,
+)
+
+__all__ = [
+    "Advance",
+    "AttemptStore",
+    "ClusterViewStore",
+    "DependencyStore",
+    "DispatchStore",
+    "Fence",
+    "Held",
+    "HostLockedStore",
+    "InstanceBrief",
+    "LeaseHolder",
+    "LeaseRenewalStore",
+    "LeaseStore",
+    "ListingStore",
+    "News",
+    "OperationsStore",
+    "Page",
+    "PendingStore",
+    "Propagated",
+    "Pruned",
+    "PrunedTaskStore",
+    "RangedTaskStore",
+    "Renewal",
+    "ScheduleStore",
+    "ScheduleSummary",
+    "SchedulerNode",
+    "Store",
+    "SubmissionStore",
+    "TaskFilter",
+    "TaskReadStore",
+    "TaskStore",
+    "TokenRecord",
+    "TokenStore",
+    "WorkerBeat",
+    "WorkerRecord",
+    "WorkerStore",
+    "WorkflowStore",
+    "WorkflowSummary",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class TaskFilter:
-    statuses: tuple[Status, ...] = ()
-    task_type: str | None = None
-    schedule_id: str | None = None
-    queue: str | None = None
-    created_after_ms: int | None = None  # created at or after
-    created_before_ms: int | None = None  # created before
-    # An exact task id or idempotency key: the tasks it names.
-    q: str | None = None
+class SubmissionStore(Protocol):
+    """Submitting tasks: what the submission path writes."""
 
-
-class Page(NamedTuple):
-    """Where a page of newest-first rows ordered by (created time, id) ends: the next
-    page starts below it."""
-
-    created_ms: int
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class InstanceBrief:
-    """One instance of a schedule, as a list of schedules shows it."""
-
-    task_id: str
-    status: Status
-    due_ms: int
-    completed_ms: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleSummary:
-    schedule: ScheduleRecord
-    current: InstanceBrief | None  # the instance it will fire next (or last made)
-    previous: InstanceBrief | None  # the instance fired before it
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowSummary:
-    record: WorkflowRecord
-    counts: Mapping[Status, int]  # tasks by stored status
-
-
-class SchedulerNode(NamedTuple):
-    node_id: str
-    expires_ms: int  # its heartbeat lapses then, by the store's clock
-
-
-class LeaseHolder(NamedTuple):
-    partition: int
-    owner: str
-    epoch: int
-    expires_ms: int
-
-
-class Renewal(NamedTuple):
-    held: dict[int, int]  # partition -> epoch, of those held now
-    alive: list[str]  # the scheduler nodes alive, sorted; empty unless it heartbeats
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerBeat:
-    """What a worker says of itself when it reports alive."""
-
-    worker_id: str
-    kind: str  # "in_process" or "http"
-    queues: tuple[str, ...] | None  # None: keep what was said before
-    concurrency: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerRecord:
-    worker_id: str
-    kind: str
-    queues: tuple[str, ...]
-    concurrency: int | None
-    inflight: int  # its tasks running now
-    started_ms: int  # first seen alive (since it last stopped)
-    seen_ms: int  # its last report, by the store's clock
-    expires_ms: int
-
-
-class News(StrEnum):
-    NEW_TASKS = "tickwheel_new_tasks"
-    ENDED = "tickwheel_ended"
-    PARTITIONS = "tickwheel_partitions"  # given back, or a scheduler node joined
-
-
-class Propagated(NamedTuple):
-    """One round of the dependency resolver."""
-
-    # Dependents whose last predecessor succeeded, and waiting tasks whose turn on their
-    # ordering key came: now pending.
-    unblocked: int
-    upstream_failed: int  # dependents of a task that failed or was cancelled
-    more: bool  # ended tasks are still waiting to be propagated
-
-
-class Held(NamedTuple):
-    """The task that holds an insert's slot: the task itself, or for a repeated
-    submission (`repeat`) the task first made for it."""
-
-    seq: int
-    task_id: str
-    repeat: bool = False
-
-
-class Fence(NamedTuple):
-    """A partition's lease as its holder knows it. A write made for the partition
-    presents it, and the store refuses the write unless this node still holds the
-    lease with this epoch and it has not expired by the store's clock."""
-
-    node_id: str
-    partition: int
-    epoch: int
-
-
-class Advance(NamedTuple):
-    schedule: ScheduleRecord
-    instance: NewTask  # the schedule's next instance
-    skip: tuple[int, str] | None  # (seq, reason) of an instance to skip
-    # The lease on the fired instance's partition; None for a user's own request (resume),
-    # which no partition owner makes.
-    fence: Fence | None
-
-
-class TaskStore(Protocol):
     async def insert_tasks(self, tasks: Sequence[NewTask]) -> list[int]:
         """Commit all the tasks in one transaction; return their seqs in order.
 
@@ -167,16 +101,22 @@ class TaskStore(Protocol):
         holds it: its own, or for an idempotent repeat the original's."""
         ...
 
+
+class TaskReadStore(Protocol):
+    """Reading tasks by id, and the end of one attempt."""
+
     async def get_task(self, task_id: str) -> TaskRecord | None: ...
 
-    async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
-        """Tell the dependents of up to `limit` tasks that ended (queued in the
-        transaction that ended them): in one transaction, each edge is settled once,
-        counters grow within their bounds, freed dependents become pending due now and
-        dependents of a failed or cancelled task become `upstream_failed`, and the
-        ordering key of an ended task passes to the key's next task. Doing it twice
-        changes nothing."""
+    async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]: ...
+
+    async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
+        """The end recorded for the attempt of `fence`, if it ended (or was cancelled
+        while it ran): what a repeated result is answered with."""
         ...
+
+
+class WorkflowStore(Protocol):
+    """Workflows: stored whole, read whole."""
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
         """Commit a workflow with all its tasks in one transaction, predecessors first
@@ -195,38 +135,26 @@ class TaskStore(Protocol):
         """Those of `workflow_ids` with a task not yet ended for good."""
         ...
 
+
+class DependencyStore(Protocol):
+    """The dependency resolver's: telling dependents and ordering keys that tasks ended."""
+
+    async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
+        """Tell the dependents of up to `limit` tasks that ended (queued in the
+        transaction that ended them): in one transaction, each edge is settled once,
+        counters grow within their bounds, freed dependents become pending due now and
+        dependents of a failed or cancelled task become `upstream_failed`, and the
+        ordering key of an ended task passes to the key's next task. Doing it twice
+        changes nothing."""
+        ...
+
     async def has_propagations(self, now_ms: int) -> bool:
         """Whether ended tasks wait to be propagated by now (a read, cheap when idle)."""
         ...
 
-    async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]: ...
 
-    async def list_tasks(
-        self, where: TaskFilter, *, before_seq: int | None, limit: int
-    ) -> list[TaskRecord]:
-        """Newest first, seqs below `before_seq`. Seqs follow creation time, so a
-        created range is served as a range of seqs."""
-        ...
-
-    async def list_workflows(self, *, before: Page | None, limit: int) -> list[WorkflowSummary]:
-        """Newest first (by created time, then id), below `before`; each with its
-        tasks counted by status, in one aggregate query for the page."""
-        ...
-
-    async def count_by_status(self) -> dict[Status, int]:
-        """Tasks per stored status (a status with none may be left out), and under
-        READY how many of the pending ones are due at or below their partition's
-        watermark: those are counted in PENDING too."""
-        ...
-
-    async def history(
-        self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
-    ) -> list[ExecutionRecord]: ...
-
-    async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
-        """The end recorded for the attempt of `fence`, if it ended (or was cancelled
-        while it ran): what a repeated result is answered with."""
-        ...
+class OperationsStore(Protocol):
+    """An operator's compare-and-set changes to one task or a few."""
 
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
         """Compare-and-set a task to cancelled; an attempt running then gets its
@@ -243,7 +171,54 @@ class TaskStore(Protocol):
         ...
 
 
-class DispatchStore(Protocol):
+class ListingStore(Protocol):
+    """What operators list, a page at a time, and count."""
+
+    async def list_tasks(
+        self, where: TaskFilter, *, before_seq: int | None, limit: int
+    ) -> list[TaskRecord]:
+        """Newest first, seqs below `before_seq`. Seqs follow creation time, so a
+        created range is served as a range of seqs."""
+        ...
+
+    async def list_workflows(self, *, before: Page | None, limit: int) -> list[WorkflowSummary]:
+        """Newest first (by created time, then id), below `before`; each with its
+        tasks counted by status, in one aggregate query for the page."""
+        ...
+
+    async def list_schedules(
+        self, *, statuses: Collection[str], before: Page | None, limit: int
+    ) -> list[ScheduleSummary]:
+        """Schedules whose status is one of `statuses`, newest first (by created time,
+        then id), below `before`, each with its current and previous instance."""
+        ...
+
+    async def count_by_status(self) -> dict[Status, int]:
+        """Tasks per stored status (a status with none may be left out), and under
+        READY how many of the pending ones are due at or below their partition's
+        watermark: those are counted in PENDING too."""
+        ...
+
+    async def history(
+        self, *, task_seq: int | None, schedule_id: str | None, before_id: int | None, limit: int
+    ) -> list[ExecutionRecord]: ...
+
+
+class TaskStore(
+    SubmissionStore,
+    TaskReadStore,
+    WorkflowStore,
+    DependencyStore,
+    OperationsStore,
+    ListingStore,
+    Protocol,
+):
+    """Every role of tasks at once, for a caller that uses most of them."""
+
+
+class PendingStore(Protocol):
+    """What the trigger side reads: tasks made pending, to put on the wheels."""
+
     async def load_pending(
         self,
         partitions: Collection[int],
@@ -268,6 +243,17 @@ class DispatchStore(Protocol):
     async def max_mark(self) -> int:
         """The latest mark stamped on a task made pending."""
         ...
+
+    async def subscribe(self, on_news: Callable[[News], None]) -> None:
+        """Call `on_news` when another process commits tasks it made pending (NEW_TASKS:
+        inserted, retried, freed by their predecessors, given their turn) or ends tasks
+        whose dependents or ordering key must be told (ENDED). A hint only, which may
+        be lost: the engine also looks on its own every second."""
+        ...
+
+
+class AttemptStore(Protocol):
+    """Attempts: claims, their leases and their ends, and the leases that lapsed."""
 
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
@@ -294,12 +280,9 @@ class DispatchStore(Protocol):
         self, partitions: Collection[int], *, now_ms: int, limit: int
     ) -> list[TaskRecord]: ...
 
-    async def subscribe(self, on_news: Callable[[News], None]) -> None:
-        """Call `on_news` when another process commits tasks it made pending (NEW_TASKS:
-        inserted, retried, freed by their predecessors, given their turn) or ends tasks
-        whose dependents or ordering key must be told (ENDED). A hint only, which may
-        be lost: the engine also looks on its own every second."""
-        ...
+
+class DispatchStore(PendingStore, AttemptStore, Protocol):
+    """The dispatch path whole: pending tasks and their attempts."""
 
 
 class ScheduleStore(Protocol):
@@ -333,15 +316,10 @@ class ScheduleStore(Protocol):
         step; the schedule as now stored, or None when there is none or it did not match."""
         ...
 
-    async def list_schedules(
-        self, *, statuses: Collection[str], before: Page | None, limit: int
-    ) -> list[ScheduleSummary]:
-        """Schedules whose status is one of `statuses`, newest first (by created time,
-        then id), below `before`, each with its current and previous instance."""
-        ...
 
+class LeaseRenewalStore(Protocol):
+    """A scheduler's hold on its partitions."""
 
-class LeaseStore(Protocol):
     async def partitions(self) -> int:
         """P, fixed when the store was created."""
         ...
@@ -350,20 +328,7 @@ class LeaseStore(Protocol):
         """The store's clock: the one every node of the cluster keeps time by."""
         ...
 
-    async def acquire(
-        self, node_id: str, wanted: Collection[int], *, ttl_ms: int
-    ) -> dict[int, int]:
-        """Take or renew the leases on `wanted` that are free, expired or already ours.
-        Returns partition -> epoch for those held now."""
-        ...
-
     async def release(self, node_id: str, held: Mapping[int, int]) -> None: ...
-
-    async def set_watermarks(self, node_id: str, marks: Mapping[int, tuple[int, int]]) -> set[int]:
-        """Record partition -> (epoch, watermark), fenced by epoch.
-
-        Returns the partitions whose lease is lost."""
-        ...
 
     async def renew(
         self,
@@ -379,19 +344,19 @@ class LeaseStore(Protocol):
         give back those of `marks` not `wanted`, and take or renew the leases on
         `wanted` that are free, expired or ours, for `ttl_ms`. A partition of `marks`
         lost meanwhile comes back under a new epoch, or not at all. With `beat`, also
-        heartbeat the node as `heartbeat` does and return the nodes alive."""
-        ...
-
-    async def watermarks(self) -> dict[int, int]: ...
-
-    async def heartbeat(self, node_id: str, *, ttl_ms: int) -> list[str]:
-        """Say this scheduler node is alive for `ttl_ms` more (by the store's clock);
-        return the ids of every node alive now, sorted."""
+        say the node is alive for `ttl_ms` more (by the store's clock) and return the
+        ids of every node alive now, sorted."""
         ...
 
     async def leave(self, node_id: str) -> None:
         """This node stops: the others share its partitions at once."""
         ...
+
+
+class ClusterViewStore(Protocol):
+    """The cluster as operators see it: watermarks, nodes alive and lease holders."""
+
+    async def watermarks(self) -> dict[int, int]: ...
 
     async def scheduler_nodes(self) -> list[SchedulerNode]:
         """The scheduler nodes whose heartbeat has not lapsed by the store's clock."""
@@ -400,6 +365,10 @@ class LeaseStore(Protocol):
     async def lease_holders(self) -> list[LeaseHolder]:
         """The partitions leased now (by the store's clock), by partition."""
         ...
+
+
+class LeaseStore(LeaseRenewalStore, ClusterViewStore, Protocol):
+    """Partition leases whole: held by schedulers, seen by operators."""
 
 
 class WorkerStore(Protocol):
@@ -414,15 +383,6 @@ class WorkerStore(Protocol):
     async def live_workers(self) -> list[WorkerRecord]:
         """Workers whose report has not lapsed, by id, with their tasks running now."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class TokenRecord:
-    token_id: str
-    name: str
-    scopes: frozenset[str]
-    created_ms: int
-    revoked_ms: int | None
 
 
 class TokenStore(Protocol):
@@ -466,13 +426,6 @@ class RangedTaskStore(Protocol):
         """Drop the ranges sealed more than `retention_ms` ago whose every task has
         ended; return how many."""
         ...
-
-
-class Pruned(NamedTuple):
-    """One batch of `delete_ended_tasks`."""
-
-    deleted: int  # tasks deleted, each with its executions, keys and edges
-    last_seq: int | None  # where the next batch starts after; None: none left to look at
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ import pytest
 
 from tickwheel.errors import IdempotencyConflict, RejectedItems
 from tickwheel.models import Idempotency, NewTask, ScheduleType
-from tickwheel.storage.plans import Repeats
+from tickwheel.storage.plans.repeats import Repeats
 
 T0 = 1_700_000_000_000
 

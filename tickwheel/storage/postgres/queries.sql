@@ -322,23 +322,10 @@ UPDATE schedules SET status = $2, version = version + 1
 WHERE schedule_id = $1 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
 RETURNING {schedule_columns};
 
--- name: acquire_leases
-UPDATE partition_leases
-SET epoch = CASE WHEN owner = $1 AND expires_at >= $2 THEN epoch ELSE epoch + 1 END,
-    owner = $1, expires_at = $2 + $3
-WHERE partition = ANY($4::int[]) AND (owner = $1 OR owner IS NULL OR expires_at < $2)
-RETURNING partition, epoch;
-
 -- name: release_leases
 UPDATE partition_leases SET owner = NULL, expires_at = 0
 FROM unnest($2::int[], $3::bigint[]) AS r (rpartition, repoch)
 WHERE partition = r.rpartition AND owner = $1 AND epoch = r.repoch;
-
--- name: set_watermarks
-UPDATE partition_leases SET watermark = GREATEST(watermark, w.mark)
-FROM unnest($2::int[], $3::bigint[], $4::bigint[]) AS w (wpartition, wepoch, mark)
-WHERE partition = w.wpartition AND owner = $1 AND epoch = w.wepoch AND expires_at >= $5
-RETURNING partition;
 
 -- name: renew_leases
 -- A scheduler's whole renewal in one statement (one round trip to a far store): per
@@ -436,19 +423,6 @@ UPDATE api_tokens SET revoked_at = $2 WHERE token_id = $1 AND revoked_at IS NULL
 
 -- name: active_tokens
 SELECT hash, scopes FROM api_tokens WHERE revoked_at IS NULL;
-
--- name: node_alive_until
-SELECT expires_at FROM scheduler_nodes WHERE node_id = $1;
-
--- name: node_heartbeat
-INSERT INTO scheduler_nodes (node_id, expires_at) VALUES ($1, $2::bigint + $3::bigint)
-ON CONFLICT (node_id) DO UPDATE SET expires_at = excluded.expires_at;
-
--- name: live_nodes
-SELECT node_id FROM scheduler_nodes WHERE expires_at >= $1 ORDER BY node_id;
-
--- name: forget_dead_nodes
-DELETE FROM scheduler_nodes WHERE expires_at < $1::bigint - 3600000;
 
 -- name: leave
 DELETE FROM scheduler_nodes WHERE node_id = $1;

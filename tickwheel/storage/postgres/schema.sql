@@ -269,10 +269,15 @@ BEGIN
 END;
 $$;
 
--- Drops the ranges sealed more than `retention_ms` ago whose every task has ended,
--- with what refers to their tasks; a range still holding an unfinished task stays.
--- Returns how many ranges were dropped.
-CREATE FUNCTION tickwheel_drop_expired_task_ranges(retention_ms bigint) RETURNS integer
+-- Drops the ranges sealed more than `retention_ms` ago that nothing needs any more, with
+-- what refers to their tasks. The rule is the embedded store's (`ended_tasks_in_window`
+-- in the SQLite store's queries), applied to a whole range: a range stays while one of
+-- its tasks has not ended before the cutoff, or is the predecessor of a dependent that
+-- has not ended (it must see how its predecessor ended), or has news or an ordering key
+-- not yet passed on, or belongs to a workflow with a task that has not ended before
+-- the cutoff (a workflow goes whole). Returns how many ranges were dropped.
+CREATE FUNCTION tickwheel_drop_expired_task_ranges(retention_ms bigint)
+RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     span     constant bigint := 67108864;
@@ -290,15 +295,32 @@ BEGIN
         CONTINUE WHEN EXISTS (
             SELECT 1 FROM tasks
             WHERE seq >= expired.lower AND seq < expired.upper
-              AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+              AND (status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+                   OR completed_at >= cutoff)
+        ) OR EXISTS (
+            SELECT 1 FROM task_edges AS e JOIN tasks AS d ON d.seq = e.dependent_seq
+            WHERE e.predecessor_seq >= expired.lower AND e.predecessor_seq < expired.upper
+              AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+        ) OR EXISTS (
+            SELECT 1 FROM propagations WHERE seq >= expired.lower AND seq < expired.upper
+        ) OR EXISTS (
+            SELECT 1 FROM ordering_keys
+            WHERE holder_seq >= expired.lower AND holder_seq < expired.upper
+        ) OR EXISTS (
+            SELECT 1 FROM tasks AS t JOIN tasks AS o ON o.workflow_id = t.workflow_id
+            WHERE t.seq >= expired.lower AND t.seq < expired.upper
+              AND t.workflow_id IS NOT NULL
+              AND (o.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+                   OR o.completed_at >= cutoff)
         );
         EXECUTE format('DROP TABLE tasks_r%s, executions_r%s',
                        expired.lower / span, expired.lower / span);
         DELETE FROM task_edges
+        WHERE predecessor_seq >= expired.lower AND predecessor_seq < expired.upper;
+        DELETE FROM task_edges
         WHERE dependent_seq >= expired.lower AND dependent_seq < expired.upper;
         DELETE FROM task_dependencies
         WHERE task_seq >= expired.lower AND task_seq < expired.upper;
-        DELETE FROM propagations WHERE seq >= expired.lower AND seq < expired.upper;
         DELETE FROM task_ranges WHERE lower = expired.lower;
         dropped := dropped + 1;
     END LOOP;

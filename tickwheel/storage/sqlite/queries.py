@@ -16,3 +16,8 @@ def queries() -> dict[str, str]:
 
 def q(name: str) -> str:
     return queries()[name]
+
+
+# The database's clock, in ms since the epoch.
+DB_NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+NEVER = 2**62  # beyond any time or id: an open bound

@@ -473,6 +473,9 @@ SELECT MAX(seq), COUNT(*) FROM (
 -- name: ended_tasks_in_window
 -- Tasks of the window that ended before :before and that nothing still needs. The
 -- newest task stays (seqs are MAX + 1: a deleted newest seq would be handed out again).
+-- PostgreSQL applies the same rule to whole ranges (tickwheel_drop_expired_task_ranges),
+-- except that a schedule's instances do not hold a range: a range is too much to keep
+-- for what a list of schedules shows.
 SELECT seq, workflow_id FROM tasks AS t
 WHERE seq > :after AND seq <= :last
   AND status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')

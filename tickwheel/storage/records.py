@@ -1,0 +1,153 @@
+"""The values that cross the store interfaces (`base.py`): filters, pages, summaries,
+leases, fences and the answers of the stores' writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
+
+from tickwheel.models import NewTask, ScheduleRecord, Status, WorkflowRecord
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFilter:
+    statuses: tuple[Status, ...] = ()
+    task_type: str | None = None
+    schedule_id: str | None = None
+    queue: str | None = None
+    created_after_ms: int | None = None  # created at or after
+    created_before_ms: int | None = None  # created before
+    # An exact task id or idempotency key: the tasks it names.
+    q: str | None = None
+
+
+class Page(NamedTuple):
+    """Where a page of newest-first rows ordered by (created time, id) ends: the next
+    page starts below it."""
+
+    created_ms: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceBrief:
+    """One instance of a schedule, as a list of schedules shows it."""
+
+    task_id: str
+    status: Status
+    due_ms: int
+    completed_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSummary:
+    schedule: ScheduleRecord
+    current: InstanceBrief | None  # the instance it will fire next (or last made)
+    previous: InstanceBrief | None  # the instance fired before it
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowSummary:
+    record: WorkflowRecord
+    counts: Mapping[Status, int]  # tasks by stored status
+
+
+class SchedulerNode(NamedTuple):
+    node_id: str
+    expires_ms: int  # its heartbeat lapses then, by the store's clock
+
+
+class LeaseHolder(NamedTuple):
+    partition: int
+    owner: str
+    epoch: int
+    expires_ms: int
+
+
+class Renewal(NamedTuple):
+    held: dict[int, int]  # partition -> epoch, of those held now
+    alive: list[str]  # the scheduler nodes alive, sorted; empty unless it heartbeats
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """What a worker says of itself when it reports alive."""
+
+    worker_id: str
+    kind: str  # "in_process" or "http"
+    queues: tuple[str, ...] | None  # None: keep what was said before
+    concurrency: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    worker_id: str
+    kind: str
+    queues: tuple[str, ...]
+    concurrency: int | None
+    inflight: int  # its tasks running now
+    started_ms: int  # first seen alive (since it last stopped)
+    seen_ms: int  # its last report, by the store's clock
+    expires_ms: int
+
+
+class News(StrEnum):
+    NEW_TASKS = "tickwheel_new_tasks"
+    ENDED = "tickwheel_ended"
+    PARTITIONS = "tickwheel_partitions"  # given back, or a scheduler node joined
+
+
+class Propagated(NamedTuple):
+    """One round of the dependency resolver."""
+
+    # Dependents whose last predecessor succeeded, and waiting tasks whose turn on their
+    # ordering key came: now pending.
+    unblocked: int
+    upstream_failed: int  # dependents of a task that failed or was cancelled
+    more: bool  # ended tasks are still waiting to be propagated
+
+
+class Held(NamedTuple):
+    """The task that holds an insert's slot: the task itself, or for a repeated
+    submission (`repeat`) the task first made for it."""
+
+    seq: int
+    task_id: str
+    repeat: bool = False
+
+
+class Fence(NamedTuple):
+    """A partition's lease as its holder knows it. A write made for the partition
+    presents it, and the store refuses the write unless this node still holds the
+    lease with this epoch and it has not expired by the store's clock."""
+
+    node_id: str
+    partition: int
+    epoch: int
+
+
+class Advance(NamedTuple):
+    schedule: ScheduleRecord
+    instance: NewTask  # the schedule's next instance
+    skip: tuple[int, str] | None  # (seq, reason) of an instance to skip
+    # The lease on the fired instance's partition; None for a user's own request (resume),
+    # which no partition owner makes.
+    fence: Fence | None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    token_id: str
+    name: str
+    scopes: frozenset[str]
+    created_ms: int
+    revoked_ms: int | None
+
+
+class Pruned(NamedTuple):
+    """One batch of `delete_ended_tasks`."""
+
+    deleted: int  # tasks deleted, each with its executions, keys and edges
+    last_seq: int | None  # where the next batch starts after; None: none left to look at

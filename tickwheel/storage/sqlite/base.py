@@ -1,0 +1,88 @@
+"""The SQLite store's plumbing: its two connections (one writer, one reader), opening
+and closing, and the store's clock. The roles (`tasks`, `dispatch`, `schedules`,
+`cluster`) build on it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tickwheel.errors import StoreUnavailable
+from tickwheel.storage.base import Page
+from tickwheel.storage.sqlite.connection import Connection, migrate
+from tickwheel.storage.sqlite.holder import HolderLock
+from tickwheel.storage.sqlite.queries import DB_NOW_MS, NEVER, q
+
+
+def read_now(db: sqlite3.Connection, name: str) -> list[Any]:
+    """A query of what is alive by the database's clock (its `:now`)."""
+    now = db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+    return db.execute(q(name), {"now": now}).fetchall()
+
+
+def first_seq_created(db: sqlite3.Connection, at_ms: int | None) -> int | None:
+    if at_ms is None:
+        return None
+    return int(db.execute(q("first_seq_created"), {"at": at_ms}).fetchone()[0])
+
+
+def below(before: Page | None) -> dict[str, Any]:
+    """The bound of a newest-first page by (created time, id)."""
+    if before is None:
+        return {"before_created": NEVER, "before_id": ""}
+    return {"before_created": before.created_ms, "before_id": before.key}
+
+
+class SqliteBase:
+    """What every role of the store shares: the file's connections."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        partitions: int = 16,
+        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+    ) -> None:
+        self.path = path
+        self._wanted_partitions = partitions
+        self._writer = Connection(path, name="writer", on_failure=on_failure)
+        self._reader = Connection(path, name="reader", on_failure=on_failure)
+        self._partitions = partitions
+        self._holder = HolderLock(path)
+        self._told_held = False
+
+    async def open(self) -> None:
+        await self._writer.open()
+        await self._writer.run(migrate)
+        self._partitions = await self._writer.transaction(self._init_cluster)
+        await self._reader.open()
+
+    def _init_cluster(self, db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM cluster WHERE key = 'partitions'").fetchone()
+        if row:
+            return int(row[0])
+        count = self._wanted_partitions
+        db.execute("INSERT INTO cluster (key, value) VALUES ('partitions', ?)", (str(count),))
+        db.execute("INSERT INTO cluster (key, value) VALUES ('mark', '0')")
+        db.executemany(
+            "INSERT INTO partition_leases (partition) VALUES (?)", [(p,) for p in range(count)]
+        )
+        return count
+
+    def interrupt(self) -> None:
+        self._writer.interrupt()
+        self._reader.interrupt()
+
+    async def close(self) -> None:
+        await self._reader.close()
+        await self._writer.close()
+        self._holder.release()
+
+    async def partitions(self) -> int:
+        return self._partitions
+
+    async def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000  # the file is on this host: its clock is ours

@@ -1,0 +1,97 @@
+"""The SQLite store's dispatch roles: pending tasks for the loader and attempts
+(claims, leases, ends)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
+from tickwheel.storage import rows as convert
+from tickwheel.storage.base import News
+from tickwheel.storage.plans import attempts, propagation
+from tickwheel.storage.plans.steps import Claim
+from tickwheel.storage.sqlite.base import SqliteBase
+from tickwheel.storage.sqlite.queries import NEVER, q
+from tickwheel.storage.sqlite.steps import SqliteSteps, run
+
+
+class SqliteDispatch(SqliteBase):
+    async def load_pending(
+        self,
+        partitions: Collection[int],
+        *,
+        due_after: int | None,
+        due_until: int,
+        mark_after: int | None = None,
+    ) -> list[WheelEntry]:
+        parts = json.dumps(sorted(partitions))
+        if mark_after is None:
+            name = "load_due_range"
+            params: dict[str, Any] = {
+                "partitions": parts,
+                "due_after": -NEVER if due_after is None else due_after,
+                "due_until": due_until,
+            }
+        else:
+            name = "load_new"
+            params = {"partitions": parts, "mark_after": mark_after, "due_until": due_until}
+        rows = await self._reader.run(lambda db: db.execute(q(name), params).fetchall())
+        return [convert.wheel_entry(r) for r in rows]
+
+    async def overdue(
+        self, partitions: Collection[int], *, due_before: int, limit: int
+    ) -> list[WheelEntry]:
+        params = {
+            "partitions": json.dumps(sorted(partitions)),
+            "before": due_before,
+            "limit": limit,
+        }
+        found = await self._reader.run(lambda db: db.execute(q("overdue"), params).fetchall())
+        return [convert.wheel_entry(r) for r in found]
+
+    async def max_seq(self) -> int:
+        return int(await self._reader.run(lambda db: db.execute(q("max_seq")).fetchone()[0]))
+
+    async def max_mark(self) -> int:
+        return int(await self._reader.run(lambda db: db.execute(q("max_mark")).fetchone()[0]))
+
+    async def subscribe(self, on_news: Callable[[News], None]) -> None:
+        """One file, usually one process: a second process on it finds news by polling."""
+
+    async def claim(
+        self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
+    ) -> list[ClaimedTask]:
+        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False)
+
+        def work(db: sqlite3.Connection) -> list[Any]:
+            rows = SqliteSteps(db).claim(plain)
+            if len(rows) < len(items):  # cancelled meanwhile, or behind an ordering key
+                rest = replace(plain, items=propagation.unclaimed(items, rows))
+                rows += run(db, propagation.claim_keyed(rest))
+            return rows
+
+        rows = await self._writer.transaction(work, acknowledged=False)
+        return [convert.claimed(r) for r in rows]
+
+    async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
+        params = {"fences": json.dumps(list(fences.items())), "until": until_ms}
+        rows = await self._writer.transaction(
+            lambda db: db.execute(q("extend_leases"), params).fetchall(), acknowledged=False
+        )
+        return set(fences) - {r[0] for r in rows}
+
+    async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
+        return await self._writer.transaction(
+            lambda db: run(db, attempts.finish(finishes)), acknowledged=False
+        )
+
+    async def expired_leases(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]:
+        params = {"partitions": json.dumps(sorted(partitions)), "now": now_ms, "limit": limit}
+        rows = await self._reader.run(lambda db: db.execute(q("expired_leases"), params).fetchall())
+        return [convert.task(r) for r in rows]

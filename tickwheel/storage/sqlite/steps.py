@@ -1,0 +1,212 @@
+"""The SQLite store's answers to the steps of a plan (`storage/plans/`), on the
+writer's connection inside its transaction.
+
+A batch is bound as one JSON array read with `json_each`. SQLite has one writer at a
+time, so the locks PostgreSQL takes (`LockMarks`, `LockKeys`) are nothing here, and
+seqs and marks handed out inside the write transaction are in commit order.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from tickwheel.models import Status
+from tickwheel.storage import rows as convert
+from tickwheel.storage.plans import steps
+from tickwheel.storage.plans.steps import KeyRef, Plan, T
+from tickwheel.storage.records import Fence
+from tickwheel.storage.sqlite.queries import DB_NOW_MS, q
+
+
+def run(db: sqlite3.Connection, plan: Plan[T]) -> T:
+    """Run `plan` on `db`, in the caller's transaction."""
+    return steps.run(plan, steps.answerer(SqliteSteps(db)))
+
+
+class SqliteSteps:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def _rows(self, name: str, params: Any = ()) -> list[Any]:
+        return self.db.execute(q(name), params).fetchall()
+
+    def _changed(self, name: str, params: Any = ()) -> int:
+        return self.db.execute(q(name), params).rowcount
+
+    # -- marks, seqs and task rows
+
+    def lock_marks(self, _: steps.LockMarks) -> None:
+        """One writer at a time: nothing to lock."""
+
+    def take_marks(self, step: steps.TakeMarks) -> range:
+        (top,) = self.db.execute(q("take_marks"), {"count": step.count}).fetchone()
+        return range(top - step.count + 1, top + 1)
+
+    def next_seqs(self, step: steps.NextSeqs) -> list[int]:
+        # Explicit seqs: SQLite has one writer at a time, so MAX + 1 inside the write
+        # transaction is the commit order, which the loader's "seq after" scan relies on.
+        first = self.db.execute(q("max_seq")).fetchone()[0] + 1
+        return list(range(first, first + step.count))
+
+    def insert_tasks(self, step: steps.InsertTasks) -> None:
+        self.db.executemany(q("insert_task"), step.rows)
+
+    def seqs_of(self, step: steps.SeqsOf) -> dict[str, int]:
+        return dict(self._rows("seqs_of", (json.dumps(step.task_ids),)))
+
+    def delete_task(self, step: steps.DeleteTask) -> None:
+        self.db.execute("DELETE FROM tasks WHERE seq = ?", (step.seq,))
+
+    # -- repeated submissions
+
+    def stored_requests(self, step: steps.StoredRequests) -> dict[str, str | None]:
+        return dict(self._rows("stored_requests", (json.dumps(step.task_ids),)))
+
+    def take_keys(self, step: steps.TakeKeys) -> set[KeyRef]:
+        params = {"keys": json.dumps(step.rows), "since": step.free_before}
+        return {(r[0], r[1]) for r in self._rows("take_idempotency_keys", params)}
+
+    def key_holders(self, step: steps.KeyHolders) -> dict[KeyRef, tuple[str, str]]:
+        held = self._rows("idempotency_key_holders", (json.dumps(step.keys),))
+        return {(r[0], r[1]): (r[2], r[3]) for r in held}
+
+    # -- dependencies
+
+    def statuses_of(self, step: steps.StatusesOf) -> dict[str, tuple[int, Status]]:
+        found = self._rows("statuses_of", (json.dumps(step.task_ids),))
+        return {task_id: (seq, Status(status)) for task_id, seq, status in found}
+
+    def insert_links(self, step: steps.InsertLinks) -> None:
+        self.db.executemany(q("insert_edge"), step.edges)
+        self.db.executemany(q("insert_dependency"), step.counters)
+        self.db.execute(q("mark_has_dependents"), (json.dumps(step.watched),))
+
+    def take_propagations(self, step: steps.TakePropagations) -> list[Any]:
+        return self._rows("take_propagations", {"limit": step.limit, "now": step.now})
+
+    def settle_edges(self, step: steps.SettleEdges) -> list[tuple[int, int]]:
+        params = {"seqs": json.dumps(step.seqs), "state": step.state}
+        return [(r[0], r[1]) for r in self._rows("settle_edges", params)]
+
+    def count_satisfied(self, step: steps.CountSatisfied) -> list[tuple[int, bool]]:
+        counted = self._rows("count_satisfied", {"counts": json.dumps(step.counts)})
+        return [(r[0], bool(r[1])) for r in counted]
+
+    def unblock(self, step: steps.Unblock) -> int:
+        return self._changed("unblock", {"tasks": json.dumps(step.tasks), "now": step.now})
+
+    def fail_upstream(self, step: steps.FailUpstream) -> int:
+        params = {"tasks": json.dumps(step.tasks), "now": step.now}
+        return self._changed("fail_upstream", params)
+
+    def forget_propagations(self, step: steps.ForgetPropagations) -> None:
+        self.db.execute(q("forget_propagations"), (json.dumps(step.seqs),))
+
+    def propagate_later(self, step: steps.PropagateLater) -> None:
+        self.db.executemany(q("propagate_later"), step.rows)
+
+    def has_propagations(self, step: steps.HasPropagations) -> bool:
+        return bool(self.db.execute(q("has_propagations"), (step.now,)).fetchone()[0])
+
+    # -- ordering keys
+
+    def lock_keys(self, _: steps.LockKeys) -> None:
+        """One writer at a time: nothing to lock."""
+
+    def key_holder(self, step: steps.KeyHolder) -> Any:
+        return self.db.execute(q("key_holder"), (step.key,)).fetchone()
+
+    def next_of_key(self, step: steps.NextOfKey) -> tuple[int, str] | None:
+        found = self.db.execute(q("next_of_key"), {"key": step.key, "now": step.now}).fetchone()
+        return None if found is None else (found[0], found[1])
+
+    def free_key(self, step: steps.FreeKey) -> None:
+        self.db.execute(q("free_key"), (step.key,))
+
+    def hold_key(self, step: steps.HoldKey) -> None:
+        self.db.execute(q("hold_key"), (step.key, step.seq))
+
+    def take_turn(self, step: steps.TakeTurn) -> None:
+        self.db.execute(q("take_turn"), {"seq": step.seq, "mark": step.mark})
+
+    def keyed_claims(self, step: steps.KeyedClaims) -> list[tuple[int, str]]:
+        params = {"seqs": json.dumps(step.seqs), "latest": step.latest}
+        return [(r[0], r[1]) for r in self._rows("keyed_claims", params)]
+
+    def wait_for_turn(self, step: steps.WaitForTurn) -> None:
+        self.db.execute(q("wait_for_turn"), (json.dumps(step.seqs),))
+
+    # -- attempts
+
+    def claim(self, step: steps.Claim) -> list[Any]:
+        params = {
+            "claims": json.dumps(step.items),
+            "now": step.now,
+            "lease_until": step.lease_until,
+            "worker_id": step.worker_id,
+            "keyed": int(step.keyed),
+        }
+        return self._rows("claim", params)
+
+    def finish_rows(self, step: steps.FinishRows) -> list[Any]:
+        return self._rows("finish", {"finishes": json.dumps(step.rows)})
+
+    def insert_executions(self, step: steps.InsertExecutions) -> None:
+        self.db.executemany(q("insert_execution"), step.rows)
+
+    def cancel(self, step: steps.Cancel) -> Any:
+        params = {"seq": step.seq, "version": step.version, "now": step.now}
+        return self.db.execute(q("cancel"), params).fetchone()
+
+    def redrive(self, step: steps.Redrive) -> bool:
+        params = {"seq": step.seq, "version": step.version, "now": step.now, "mark": step.mark}
+        return bool(self._changed("redrive", params))
+
+    def set_priority(self, step: steps.SetPriority) -> bool:
+        params = {
+            "seq": step.seq,
+            "version": step.version,
+            "priority": step.priority,
+            "mark": step.mark,
+        }
+        return bool(self._changed("set_priority", params))
+
+    # -- workflows and schedules
+
+    def insert_workflow(self, step: steps.InsertWorkflow) -> bool:
+        w = step.workflow
+        return bool(
+            self._changed("insert_workflow", (w.workflow_id, w.name, w.created_ms, w.request_hash))
+        )
+
+    def insert_schedule(self, step: steps.InsertSchedule) -> None:
+        self.db.execute(q("insert_schedule"), convert.schedule_params(step.schedule))
+
+    def set_current_seq(self, step: steps.SetCurrentSeq) -> None:
+        self.db.execute(
+            "UPDATE schedules SET current_seq = ? WHERE schedule_id = ?",
+            (step.seq, step.schedule_id),
+        )
+
+    def fences_holding(self, step: steps.FencesHolding) -> set[Fence]:
+        now = self.db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0]
+        return {
+            fence
+            for fence in step.fences
+            if self.db.execute(q("fence_holds"), {**fence._asdict(), "now": now}).fetchone()
+        }
+
+    def advance_schedule(self, step: steps.AdvanceSchedule) -> bool:
+        params = {
+            "next_seq": step.seq,
+            "schedule_id": step.schedule_id,
+            "version": step.version,
+            "skipped": step.skipped,
+        }
+        return bool(self._changed("advance_schedule", params))
+
+    def skip_instance(self, step: steps.SkipInstance) -> None:
+        params = {"seq": step.seq, "now": step.now, "reason": step.reason}
+        self.db.execute(q("skip_instance"), params)
