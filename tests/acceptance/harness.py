@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tickwheel.bench.targets import free_port
+from bench.targets import free_port
 
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tickwheel.cli import cluster, tasks, up
-from tickwheel.cli.bench import bench
+from tickwheel.cli import bench, cluster, tasks, up
 from tickwheel.cli.tokens import tokens
 from tickwheel.cli.workflows import workflows
 
@@ -20,7 +19,7 @@ tasks.register(cli)
 cluster.register(cli)
 cli.add_typer(tokens, name="token")
 cli.add_typer(workflows, name="workflow")
-cli.add_typer(bench, name="bench")
+bench.register(cli)
 
 
 def main() -> None:
