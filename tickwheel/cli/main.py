@@ -7,6 +7,7 @@ import typer
 from tickwheel.cli import bench, cluster, tasks, up
 from tickwheel.cli.tokens import tokens
 from tickwheel.cli.workflows import workflows
+from tickwheel.errors import MissingExtra
 
 cli = typer.Typer(
     name="tickwheel",
@@ -23,4 +24,8 @@ bench.register(cli)
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    except MissingExtra as error:  # one line naming the extra, not a traceback
+        typer.echo(str(error), err=True)
+        raise SystemExit(2) from None
