@@ -42,7 +42,11 @@ def bench(ctx: typer.Context) -> None:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     os.environ["PYTHONPATH"] = importlib.import_module("bench").pythonpath()  # its children
-    commands = importlib.import_module("bench.cli").bench
+    try:
+        commands = importlib.import_module("bench.cli").bench
+    except ModuleNotFoundError as error:  # a development install without the extra
+        typer.echo(f"tickwheel bench needs {error.name}: pip install -e '.[bench]'", err=True)
+        raise typer.Exit(2) from None
     get_command(commands).main(args=ctx.args, prog_name="tickwheel bench")
 
 
