@@ -2,7 +2,7 @@
 `POST /api/tasks` sent raw, one at a time, through a real `tickwheel up`; and how long
 `import tickwheel` takes a program that only uses the client.
 
-    .venv/bin/python bench/client_latency.py --calls 2000 --imports 30
+    .venv/bin/python -m bench.client_latency --calls 2000 --imports 30
 
 The raw sender is the floor: the body the client would send (same bytes shape, a fresh
 key each time), written on one kept-alive connection (`http.client`, and asyncio streams
@@ -23,12 +23,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from live import tickwheel_up
-
+from bench.live import tickwheel_up
 from tickwheel import AsyncClient, Client
 from tickwheel.client import calls
 
@@ -183,7 +182,7 @@ async def aiohttp_sender(url: str) -> Callable[[], Awaitable[None]]:
 
 
 async def asynchronous(
-    makers: dict[str, Callable[[str], Awaitable[Callable[[], Awaitable[None]]]]],
+    makers: Mapping[str, Callable[[str], Awaitable[Callable[[], Awaitable[None]]]]],
     url: str,
     count: int,
 ) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Where each task's CPU time goes, process by process, in a distributed cluster.
 
-    .venv/bin/python bench/cpu_per_task.py [--tasks 20000] [--runs 3]
+    .venv/bin/python -m bench.cpu_per_task [--tasks 20000] [--runs 3]
 
 An API, 2 schedulers and 2 workers (concurrency 64) on a fresh schema and Redis prefix
 (`latency.py`'s cluster, no delay). `--tasks` no-op tasks due now go through
@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from latency import cluster, scalar, submit, until_succeeded
-
+from bench.latency import cluster, scalar, submit, until_succeeded
 from tickwheel import AsyncClient
 from tickwheel.client import task_body
 

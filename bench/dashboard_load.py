@@ -1,7 +1,7 @@
 """How fast the dashboard's pages load with many tasks stored (real `tickwheel up`, real
 headless Chromium through Playwright).
 
-    .venv/bin/python bench/dashboard_load.py --stored 1000000
+    .venv/bin/python -m bench.dashboard_load --stored 1000000
 
 Stores N no-op tasks in a fresh SQLite file (7 in 10 succeeded, 1 in 10 failed, the
 rest pending tomorrow), serves it with `tickwheel up --no-worker`, then opens each page

@@ -1,6 +1,6 @@
 """What the dashboard's counts per status cost with a million tasks stored.
 
-    PYTHONPATH=. .venv/bin/python bench/dashboard_stats.py --rows 1000000 --runs 5
+    .venv/bin/python -m bench.dashboard_stats --rows 1000000 --runs 5
 
 Fills a fresh SQLite file and a fresh PostgreSQL schema with `--rows` tasks through the
 store (batches of 10,000), moves most of them to final states with one UPDATE, gives

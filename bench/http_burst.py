@@ -1,6 +1,6 @@
 """HTTP burst: N `http` tasks due at the same instant, through a real `tickwheel up`.
 
-    .venv/bin/python bench/http_burst.py --tasks 300 --runs 3
+    .venv/bin/python -m bench.http_burst --tasks 300 --runs 3
 
 Submits the tasks over the API, then measures, per task, the trigger lateness
 (`triggered_at - due_time` from the API) and the arrival lateness at the target HTTP
@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 from aiohttp import web
-from live import report, tickwheel_up
+
+from bench.live import report, tickwheel_up
 
 
 def percentile(values: list[float], q: float) -> float:

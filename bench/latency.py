@@ -2,7 +2,7 @@
 (`netdelay.py`) adds a delay each way between them and PostgreSQL and Redis, as a link
 between zones (10 ms) or regions (50 ms) would. The API stays beside the stores.
 
-    .venv/bin/python bench/latency.py [--delays 0,10,50] [--tasks 20000] [--burst 3000]
+    .venv/bin/python -m bench.latency [--delays 0,10,50] [--tasks 20000] [--burst 3000]
 
 For each delay: an API, 2 schedulers and 2 workers (concurrency 64) on a fresh schema
 and Redis prefix; `--tasks` no-op tasks submitted through `AsyncClient.submit_many`
@@ -31,9 +31,9 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import httpx
 
+from bench.stores import REDIS, fresh_schema
+from bench.targets import free_port
 from tickwheel import AsyncClient
-from tickwheel.bench.stores import REDIS, fresh_schema
-from tickwheel.bench.targets import free_port
 from tickwheel.client import task_body
 
 BIN = Path(sys.executable).parent

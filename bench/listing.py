@@ -1,8 +1,8 @@
 """The operators' task listings at scale: each filter of `GET /api/tasks` with 1,000,000
 tasks stored, on SQLite and on PostgreSQL.
 
-    .venv/bin/python bench/listing.py --tasks 1000000 --store sqlite:///tmp/listing.db
-    .venv/bin/python bench/listing.py --tasks 1000000 --store postgresql://postgres@127.0.0.1/postgres
+    .venv/bin/python -m bench.listing --tasks 1000000 --store sqlite:///tmp/listing.db
+    .venv/bin/python -m bench.listing --tasks 1000000 --store postgresql://postgres@127.0.0.1/postgres
 
 Tasks are created 10 ms apart (so 1,000,000 span 2.8 hours), one in 1,000 on a rare queue
 and one in 100 with an idempotency key. Each listing is the first page of 50 (and, for

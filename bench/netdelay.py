@@ -1,7 +1,7 @@
 """A TCP proxy that adds a fixed delay each way, as a link between zones or regions
 does: every chunk read from one side reaches the other `delay_ms` later, in order.
 
-    .venv/bin/python bench/netdelay.py --to 127.0.0.1:5432 --delay-ms 10 [--port 15432]
+    .venv/bin/python -m bench.netdelay --to 127.0.0.1:5432 --delay-ms 10 [--port 15432]
 
 Prints the port it listens on (`{"port": N}`) and forwards until killed. It stands
 between Tickwheel's processes and a store; the store itself is not touched.

@@ -1,6 +1,6 @@
 """Push and pull throughput of RedisReadyQueue, in batches of 5,000 items.
 
-    .venv/bin/python bench/redis_queue.py [--url redis://127.0.0.1:6379/15]
+    .venv/bin/python -m bench.redis_queue [--url redis://127.0.0.1:6379/15]
         [--batch 5000] [--batches 20] [--priorities 4] [--runs 3]
 
 Each run pushes ``--batches`` batches (priorities spread over ``--priorities`` lanes of

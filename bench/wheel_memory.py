@@ -1,6 +1,6 @@
 """Bytes per scheduled entry in the TimingWheel, and the cost of a same-second burst.
 
-    .venv/bin/python bench/wheel_memory.py [--n 1000000] [--burst 100000] [--runs 3]
+    .venv/bin/python -m bench.wheel_memory [--n 1000000] [--burst 100000] [--runs 3]
 
 Memory: ``tracemalloc`` measures what the wheel holds after ``--n`` inserts with dues
 spread over the next hour, then over the next day. Timing, without tracemalloc: the

@@ -1,7 +1,7 @@
 """Worker protocol throughput of a real `tickwheel up --no-worker`: claims and completions
 over HTTP, the way a worker in another language would run.
 
-    .venv/bin/python bench/worker_protocol.py --tasks 20000 --workers 8 --runs 3
+    .venv/bin/python -m bench.worker_protocol --tasks 20000 --workers 8 --runs 3
 
 N immediate tasks are submitted in batches; then W concurrent HTTP workers claim up to
 256 tasks per call and complete each one. Prints claimed tasks/s (claim calls only) and
@@ -16,7 +16,8 @@ import json
 import time
 
 import aiohttp
-from live import report, tickwheel_up
+
+from bench.live import report, tickwheel_up
 
 HEADERS = {"content-type": "application/json"}
 

@@ -25,7 +25,7 @@ from typing import Self
 
 import redis
 
-from tickwheel.bench.targets import free_port
+from bench.targets import free_port
 
 
 class ServerMissing(RuntimeError):

@@ -117,6 +117,10 @@ class PermanentFailure(TickwheelError):
     """The task failed in a way no retry can fix."""
 
 
+class MissingExtra(TickwheelError, ImportError):
+    """A URL names a backend whose client library is not installed (an extra)."""
+
+
 def describe(error: BaseException) -> str:
     """An error as a log line or a task's last error tells it: its type, and its
     message when it has one."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tickwheel.bench.targets import free_port
+from bench.targets import free_port
 
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 
@@ -31,8 +31,10 @@ class Tickwheel:
         extra_env: dict[str, str] | None = None,
         app: str | None = None,
         cwd: Path | None = None,
+        command: str = TICKWHEEL,
     ) -> None:
         self.db = db
+        self.command = command  # the `tickwheel` of another environment, if given
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -51,7 +53,11 @@ class Tickwheel:
     def start(self, timeout: float = 20.0) -> Tickwheel:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [TICKWHEEL, "up"], env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT
+                [self.command, "up"],
+                env=self.env,
+                cwd=self.cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from servers import PrivateRedis
 
-from tickwheel.bench.peers.sink import SINK_URL_ENV
+from bench.peers.sink import SINK_URL_ENV
 
 BENCH_REDIS_URL_ENV = "TICKWHEEL_BENCH_REDIS_URL"
 

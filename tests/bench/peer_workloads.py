@@ -3,7 +3,7 @@ report the figures users read. No timing is asserted: this machine is shared and
 
 from __future__ import annotations
 
-from tickwheel.bench import peers
+from bench import peers
 
 TASKS = 20
 LEAD_SECONDS = 2.0

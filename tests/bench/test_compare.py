@@ -10,9 +10,9 @@ import pytest
 import redis
 from bench_cli import bench_output
 
-from tickwheel.bench.compare import COLUMNS
-from tickwheel.bench.peers.saq_peer import SaqPeer
-from tickwheel.bench.peers.sink import sink_url
+from bench.compare import COLUMNS
+from bench.peers.saq_peer import SaqPeer
+from bench.peers.sink import sink_url
 
 TASKS = "200"
 

@@ -12,7 +12,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from servers import PrivatePostgres
 
-from tickwheel.bench.peers.procrastinate_tasks import DATABASE_URL_ENV
+from bench.peers.procrastinate_tasks import DATABASE_URL_ENV
 
 DATABASE = "tickwheel_bench_test"
 

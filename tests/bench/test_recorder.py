@@ -3,6 +3,7 @@ or at exit, none shipped twice. Each test records under a run of its own and del
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -12,12 +13,13 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tickwheel.bench.peers.recorder import Recorder
-from tickwheel.bench.peers.sink import key, sink_url
+from bench import pythonpath
+from bench.peers.recorder import Recorder
+from bench.peers.sink import key, sink_url
 
 FORKS = """
 import multiprocessing, os, sys
-from tickwheel.bench.peers import recorder
+from bench.peers import recorder
 
 recorder.INTERVAL_SECONDS = 3600  # so that nothing ships but at exit
 run = sys.argv[1]
@@ -83,7 +85,11 @@ def test_a_batch_holds_each_run_apart(run: str) -> None:
 
 def test_nothing_is_lost_or_doubled_across_forks_and_at_exit(run: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", FORKS, run], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", FORKS, run],
+        env={**os.environ, "PYTHONPATH": pythonpath()},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     expected = [*range(0, 100), *range(100, 200), *range(200, 300), 300, *range(400, 500)]

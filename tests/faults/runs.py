@@ -19,8 +19,9 @@ from typing import Any, Protocol, TypeVar
 
 from harness import Target
 
-from tickwheel.bench.peers import tickwheel_tasks
-from tickwheel.bench.peers.sink import SINK_URL_ENV, Sink
+from bench import pythonpath
+from bench.peers import tickwheel_tasks
+from bench.peers.sink import SINK_URL_ENV, Sink
 
 T = TypeVar("T")
 
@@ -60,8 +61,12 @@ class RecordedRuns:
         self.run = f"fault-{uuid.uuid4().hex[:12]}"
 
     def env(self) -> dict[str, str]:
-        """The settings that give the workers the recording handler."""
-        return {"TICKWHEEL_APP": tickwheel_tasks.APP, SINK_URL_ENV: self.redis_url}
+        """The settings that give the workers the recording handler (it lives in bench/)."""
+        return {
+            "TICKWHEEL_APP": tickwheel_tasks.APP,
+            SINK_URL_ENV: self.redis_url,
+            "PYTHONPATH": pythonpath(),
+        }
 
     def body(self, index: int) -> tuple[str, dict[str, Any]]:
         return tickwheel_tasks.TASK, {"run": self.run, "index": index}

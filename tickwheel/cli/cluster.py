@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from tickwheel import logs
+from tickwheel import extras, logs
 from tickwheel.cli import heap
 from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.serving import serve
@@ -46,6 +46,7 @@ def _settings(log_level: str, *, needs_redis: bool = True) -> Settings:
         raise typer.BadParameter(f"set {env('database_url')} to a postgresql:// URL")
     if needs_redis and not settings.redis_url:
         raise typer.BadParameter(f"set {env('redis_url')} to a redis:// URL")
+    extras.require_for(settings.database_url, settings.redis_url if needs_redis else None)
     for name in ("partition_lease_seconds", "lease_seconds", "reconcile_after_seconds"):
         if not 0 < getattr(settings, name) < math.inf:
             raise typer.BadParameter(f"{env(name)} must be a positive number of seconds")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from tickwheel.cli import cluster, tasks, up
-from tickwheel.cli.bench import bench
+from tickwheel.cli import bench, cluster, tasks, up
 from tickwheel.cli.tokens import tokens
 from tickwheel.cli.workflows import workflows
+from tickwheel.errors import MissingExtra
 
 cli = typer.Typer(
     name="tickwheel",
@@ -20,8 +20,12 @@ tasks.register(cli)
 cluster.register(cli)
 cli.add_typer(tokens, name="token")
 cli.add_typer(workflows, name="workflow")
-cli.add_typer(bench, name="bench")
+bench.register(cli)
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    except MissingExtra as error:  # one line naming the extra, not a traceback
+        typer.echo(str(error), err=True)
+        raise SystemExit(2) from None

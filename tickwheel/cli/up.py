@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from tickwheel import logs
+from tickwheel import extras, logs
 from tickwheel.cli.serving import serve
 from tickwheel.config import Settings, env
 from tickwheel.engine.node import Node
@@ -178,6 +178,7 @@ def up(
         http_deny=http_deny,
         log_format=log_format,
     )
+    extras.require_for(settings.database_url, settings.redis_url)
     if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(settings)):
         typer.echo(
             f"refusing to serve on {host} with no API token: anyone could submit tasks."

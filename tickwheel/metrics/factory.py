@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tickwheel.extras import REDIS, require
 from tickwheel.metrics.base import MetricsStore
 from tickwheel.metrics.recorder import Recorder
 
@@ -11,6 +12,7 @@ def open_metrics(recorder: Recorder, redis_url: str | None, *, prefix: str) -> M
         from tickwheel.metrics.memory import MemoryMetrics
 
         return MemoryMetrics(recorder)
+    require(REDIS)
     from tickwheel.metrics.redis import RedisMetrics
 
     return RedisMetrics.from_url(recorder, redis_url, prefix=prefix)

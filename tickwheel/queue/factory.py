@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tickwheel.extras import REDIS, require
 from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyQueue
 
 
@@ -15,6 +16,7 @@ def open_queue(
         from tickwheel.queue.memory import MemoryReadyQueue
 
         return MemoryReadyQueue(stage_ahead_ms=DEFAULT_STAGE_AHEAD_MS, now_ms=now_ms)
+    require(REDIS)
     from tickwheel.queue.redis import RedisReadyQueue
 
     return RedisReadyQueue.from_url(redis_url, prefix=prefix, now_ms=now_ms)

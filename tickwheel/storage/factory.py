@@ -6,6 +6,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from tickwheel.errors import StoreUnavailable
+from tickwheel.extras import POSTGRES, require
 from tickwheel.storage.base import Store
 
 
@@ -29,6 +30,7 @@ async def open_store(
         await store.open()
         return store
     if scheme in ("postgresql", "postgres"):
+        require(POSTGRES)
         from tickwheel.storage.postgres.store import PostgresStore
 
         pg = PostgresStore(
