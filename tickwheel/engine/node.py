@@ -54,12 +54,12 @@ from tickwheel.models import (
     TaskOptions,
     reserved_name,
 )
+from tickwheel.outage import Outage
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, Store
 from tickwheel.storage.factory import open_store
-from tickwheel.storage.health import StoreHealth
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.http_policy import HttpPolicy
@@ -99,7 +99,7 @@ class Node:
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Recorder(self.clock)
-        self.store_health = StoreHealth()
+        self.store_health = Outage("the store", log)
         self._timekeeper: Timekeeper | None = None
 
     async def start(self) -> None:
@@ -111,7 +111,7 @@ class Node:
             partitions=s.partitions,
             migrate=s.migrate,
             name=f"tickwheel-{self.node_id}",
-            on_failure=self.store_health.failed,
+            health=self.store_health,
         )
         try:  # from here on, a failure closes the store again (a bad Redis URL, say)
             if isinstance(self.clock, ClusterClock):
