@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from tickwheel.errors import describe
+from tickwheel.errors import StoreUnavailable, describe
 
 REMIND_SECONDS = 30.0
 # A dependency that failed this recently is taken as failing still: failures and
@@ -92,3 +92,12 @@ def _counts(causes: Counter[str]) -> str:
     failed = sum(causes.values())
     by_cause = ", ".join(f"{count} {cause}" for cause, count in sorted(causes.items()))
     return f"{failed} calls failed: {by_cause}"
+
+
+def log_failure(log: logging.Logger, error: BaseException, message: str, *args: object) -> None:
+    """Log a failed call: with its traceback when unexpected; at debug when it is a
+    dependency's outage (`StoreUnavailable` and its kinds), which its `Outage` tells."""
+    if isinstance(error, StoreUnavailable):
+        log.debug(message + " (%s)", *args, describe(error))
+    else:
+        log.error(message, *args, exc_info=error)

@@ -65,7 +65,7 @@ def api(
     settings = replace(settings, host=host or settings.host, port=port or settings.port)
     node = Node(settings=settings, roles=frozenset({Role.API}))
     typer.echo(f"Tickwheel API listening on http://{settings.host}:{settings.port}")
-    serve(node, log_level=log_level, log_format=settings.log_format)
+    serve(node, log_level=log_level)
 
 
 def scheduler(log_level: LOG_LEVEL = "info") -> None:

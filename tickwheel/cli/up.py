@@ -188,7 +188,7 @@ def up(
         raise typer.Exit(2)
     node = Node(settings=settings, app=load_app(app) if app else None, run_worker=worker)
     typer.echo(f"Tickwheel listening on http://{host}:{port} (store: {database_url})")
-    serve(node, log_level=log_level, log_format=log_format)
+    serve(node, log_level=log_level)
 
 
 def load_app(spec: str) -> App:

@@ -73,8 +73,6 @@ class Reconciler:
             clock=clock,
             every_seconds=watch_seconds,
             log=log,
-            # The queue being down is told by the trigger, the store's by its health log.
-            quiet=(Exception,),
         )
 
     async def run(self) -> None:
