@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel.engine.node import Node
 from tickwheel.ids import new_id
+from tickwheel.node import Node
 
 LATER = {"type": "delayed", "delay_seconds": 3600}
 

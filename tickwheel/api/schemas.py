@@ -22,7 +22,6 @@ from pydantic import (
 from pydantic import Strict as StrictValues
 
 from tickwheel.core import cron
-from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 from tickwheel.ids import UUID_PATTERN
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
@@ -30,6 +29,8 @@ from tickwheel.models import (
     MAX_JITTER_SECONDS,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     reserved_name,
 )
 

@@ -14,6 +14,7 @@ from tickwheel.api.schemas import (
     WorkflowIn,
     WorkflowOut,
 )
+from tickwheel.wire.requests import schedule_request
 
 router = APIRouter(prefix="/api/workflows", tags=["workflows"])
 
@@ -55,7 +56,7 @@ async def schedule_workflow(
     submitted = await node.recurring.schedule(
         body.name,
         views.workflow_nodes(body, node),
-        views.schedule_request(body.schedule),
+        schedule_request(body.schedule),
         idempotency_key=body.idempotency_key,
     )
     views.mark_replayed(response, submitted.duplicate)

@@ -10,14 +10,12 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tickwheel.clock import Clock
-from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.core.retry import RetryPolicy
 from tickwheel.engine.batcher import Batcher
-from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 from tickwheel.engine.schedules import first_due_ms, instance_of
 from tickwheel.errors import (
     Conflict,
@@ -33,6 +31,8 @@ from tickwheel.models import (
     MAX_DEPENDENCIES,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     ExecutionRecord,
     Idempotency,
     NewTask,
@@ -44,6 +44,11 @@ from tickwheel.models import (
 )
 from tickwheel.queue.base import ReadyItem
 from tickwheel.storage.base import Advance, Held, Store, TaskFilter
+
+# The requests live below the engine, where the API and the node write them; named here
+# too for callers of the old address.
+from tickwheel.wire.requests import ScheduleRequest as ScheduleRequest
+from tickwheel.wire.requests import TaskRequest as TaskRequest
 
 log = logging.getLogger(__name__)
 
@@ -110,31 +115,6 @@ def _check_schedule(schedule: ScheduleRequest) -> None:
     delay = schedule.delay_seconds
     if delay is not None and not 0 <= delay <= MAX_DELAY_SECONDS:  # NaN fails too
         raise InvalidRequest("delay_seconds", f"must be from 0 to {MAX_DELAY_SECONDS:g}")
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRequest:
-    type: ScheduleType
-    due_ms: int | None = None
-    delay_seconds: float | None = None
-    cron: CronSpec | None = None
-    misfire: MisfirePolicy = MisfirePolicy.RUN_ONCE
-    overlap: OverlapPolicy = OverlapPolicy.ALLOW
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRequest:
-    task_type: str
-    payload: Any = None
-    schedule: ScheduleRequest = field(
-        default_factory=lambda: ScheduleRequest(ScheduleType.IMMEDIATE)
-    )
-    options: TaskOptions = field(default_factory=TaskOptions)
-    idempotency_key: str | None = None
-    dependencies: tuple[str, ...] = ()  # task ids that must succeed first
-    ordering_key: str | None = None  # one at a time per key, in due order
-    # Chosen by the client (a UUID): a retry with the same id answers the task it made.
-    task_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

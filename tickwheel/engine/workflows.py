@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, replace
 
 from tickwheel.clock import Clock
 from tickwheel.core.dag import InvalidGraph, ordered
-from tickwheel.engine.tasks import TaskRequest, TaskService, TaskView
+from tickwheel.engine.tasks import TaskService, TaskView
 from tickwheel.errors import IdempotencyConflict, InvalidBatch, InvalidRequest, TaskNotFound
 from tickwheel.ids import new_id
 from tickwheel.models import NewTask, Status, WorkflowRecord
 from tickwheel.storage.base import Store
+from tickwheel.wire.requests import TaskRequest
 
 MAX_EDGES = 100_000
 

@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tickwheel.clock import Clock, to_datetime
-from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure, describe
 from tickwheel.log_tally import LogTally
 from tickwheel.models import ClaimedTask, Finish, Outcome
@@ -28,6 +27,7 @@ from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
+from tickwheel.worker.claims import Claims
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
@@ -48,7 +48,7 @@ class Worker:
         self,
         *,
         app: App,
-        dispatcher: Dispatcher,
+        dispatcher: Claims,
         queue: ReadyQueue,
         clock: Clock,
         worker_id: str | None = None,
