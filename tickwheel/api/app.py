@@ -16,7 +16,7 @@ from tickwheel.api.host import Host
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
-from tickwheel.api.schemas import BatchIn
+from tickwheel.api.schemas.tasks import BatchIn
 from tickwheel.api.stats_routes import StatusCounts, stats_payload
 from tickwheel.api.stats_routes import router as stats_router
 from tickwheel.api.worker_routes import router as worker_router

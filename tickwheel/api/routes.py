@@ -10,15 +10,13 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from tickwheel.api import bodies, views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.host import Host
-from tickwheel.api.schemas import (
-    NAME_PATTERN,
+from tickwheel.api.schemas.common import NAME_PATTERN, ErrorOut, IsoDatetime
+from tickwheel.api.schemas.tasks import (
     BatchIn,
     BatchOut,
     CancelledOut,
-    ErrorOut,
     HealthOut,
     HistoryPage,
-    IsoDatetime,
     PriorityIn,
     QueuesOut,
     RedriveIn,

@@ -7,25 +7,25 @@ from datetime import datetime
 from fastapi import Response
 
 from tickwheel.api.host import Host
-from tickwheel.api.schemas import (
-    BatchOut,
-    ExecutionOut,
+from tickwheel.api.schemas.ops import (
     InstanceOut,
     NodesOut,
     PartitionLeaseOut,
+    SchedulerNodeOut,
+    ScheduleSummaryOut,
+    WorkerOut,
+    WorkflowSummaryOut,
+)
+from tickwheel.api.schemas.tasks import (
+    BatchOut,
+    ExecutionOut,
     QueuesOut,
     RetryBackoffOut,
     ScheduleOut,
-    SchedulerNodeOut,
-    ScheduleSummaryOut,
     SubmittedOut,
     TaskOut,
-    WorkerOut,
-    WorkflowIn,
-    WorkflowNodeOut,
-    WorkflowOut,
-    WorkflowSummaryOut,
 )
+from tickwheel.api.schemas.workflows import WorkflowIn, WorkflowNodeOut, WorkflowOut
 from tickwheel.clock import to_datetime
 from tickwheel.engine.operations import ClusterView, workflow_status
 from tickwheel.engine.tasks import Submitted, TaskView

@@ -8,13 +8,13 @@ from fastapi import APIRouter, Request
 
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.host import Host
-from tickwheel.api.schemas import (
+from tickwheel.api.schemas.common import ErrorOut
+from tickwheel.api.schemas.worker import (
     AttemptEndOut,
     ClaimedOut,
     ClaimIn,
     ClaimOut,
     CompleteIn,
-    ErrorOut,
     FailIn,
     HeartbeatIn,
     LeaseOut,

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Request, Response
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.routes import ERRORS, SUBMIT_ERRORS, node_of
-from tickwheel.api.schemas import (
+from tickwheel.api.schemas.tasks import SubmittedOut
+from tickwheel.api.schemas.workflows import (
     RecurringWorkflowIn,
-    SubmittedOut,
     WorkflowCancelledOut,
     WorkflowIn,
     WorkflowOut,
