@@ -11,15 +11,19 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 from tickwheel.clock import Clock
 from tickwheel.core.dag import InvalidGraph, ordered
-from tickwheel.engine.tasks import TaskService, TaskView
+from tickwheel.engine.reads import TaskView
 from tickwheel.errors import IdempotencyConflict, InvalidBatch, InvalidRequest, TaskNotFound
 from tickwheel.ids import new_id
 from tickwheel.models import NewTask, Status, WorkflowRecord
 from tickwheel.storage.base import Store
 from tickwheel.wire.requests import TaskRequest
+
+if TYPE_CHECKING:  # the task service composes operations, which read workflows' states
+    from tickwheel.engine.tasks import TaskService
 
 MAX_EDGES = 100_000
 
