@@ -153,7 +153,12 @@ def request_of(
 ) -> TaskRequest:
     """The request for a task submitted in Python with `options` (those of `submit`):
     written as the client would send it, and read as the API reads it."""
-    return task_request(_read(TaskBody, task_body(task_type, payload, **options)), type_options)
+    body = _read(TaskBody, task_body(task_type, payload, **options))
+    for name, value in (("task_type", body.task_type), ("queue", body.queue)):
+        reason = reserved_name(**{name: value})  # the API's schemas refuse them too
+        if reason is not None:
+            raise InvalidRequest(name, reason)
+    return task_request(body, type_options)
 
 
 def schedule_of(options: SubmitOptions) -> ScheduleRequest:
@@ -176,10 +181,6 @@ def task_request(
 ) -> TaskRequest:
     """The engine's request for `body`, its options completed from its type's; `known`:
     the options already worked out for earlier tasks of the same batch."""
-    for name, value in (("task_type", body.task_type), ("queue", body.queue)):
-        reason = reserved_name(**{name: value})
-        if reason is not None:
-            raise InvalidRequest(name, reason)
     backoff = body.retry_backoff
     given = (
         body.task_type,
@@ -259,6 +260,8 @@ E = TypeVar("E", MisfirePolicy, OverlapPolicy)
 
 
 def _choice(kind: type[E], name: str, value: str | None) -> E:
+    if isinstance(value, kind):  # read by the API's schemas already
+        return value
     if value is None:
         return next(iter(kind))  # the first member is the default
     try:
