@@ -29,9 +29,9 @@ import httpx
 from playwright.sync_api import sync_playwright
 
 from tickwheel.config import Settings
+from tickwheel.engine.node import Node
+from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
 from tickwheel.models import ScheduleType
-from tickwheel.node import Node
-from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 CHROMIUM = os.environ.get("TICKWHEEL_TEST_CHROMIUM", "/usr/bin/chromium")
