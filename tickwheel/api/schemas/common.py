@@ -9,22 +9,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import (
-    AwareDatetime,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-)
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic import Strict as StrictValues
 
 # Numbers and flags are strict: JSON `true` is not 1, and "5" is not 5.
 StrictInt = Annotated[int, StrictValues()]
-
-
 StrictFloat = Annotated[float, StrictValues()]  # an integer is still a number
-
-
 StrictBool = Annotated[bool, StrictValues()]
 
 
@@ -42,8 +32,6 @@ IsoDatetime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
 
 
 MAX_BATCH_TASKS = 10_000
-
-
 NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
 
 
@@ -52,6 +40,7 @@ class Strict(BaseModel):
 
 
 def refuse(reason: str | None) -> None:
+    """A validator's refusal of a name the engine keeps for itself."""
     if reason is not None:
         raise ValueError(reason)
 

@@ -35,8 +35,6 @@ from tickwheel.models import (
 )
 
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
 
 
