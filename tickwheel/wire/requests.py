@@ -231,6 +231,7 @@ def _completed(defaults: TaskOptions, given: tuple[Any, ...]) -> TaskOptions:
 
 
 def schedule_request(s: ScheduleFields) -> ScheduleRequest:
+    """The engine's schedule for a body's `schedule`; the limits are the engine's to check."""
     misfire = _choice(MisfirePolicy, "misfire_policy", s.misfire_policy)
     overlap = _choice(OverlapPolicy, "overlap_policy", s.overlap_policy)
     if s.type == ScheduleType.CRON and s.cron_expression is not None:
