@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from tickwheel.api.auth import new_token, token_hash
-from tickwheel.engine.node import Node
 from tickwheel.errors import PermanentFailure
 from tickwheel.models import Status
+from tickwheel.node import Node
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 

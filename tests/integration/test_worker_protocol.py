@@ -14,7 +14,7 @@ import pytest
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 
 
 @pytest.fixture

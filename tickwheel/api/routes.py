@@ -9,15 +9,14 @@ from fastapi import APIRouter, Header, Query, Request, Response
 
 from tickwheel.api import bodies, views
 from tickwheel.api.auth import Scope, needs
-from tickwheel.api.schemas import (
-    NAME_PATTERN,
+from tickwheel.api.host import Host
+from tickwheel.api.schemas.common import NAME_PATTERN, ErrorOut, IsoDatetime
+from tickwheel.api.schemas.tasks import (
     BatchIn,
     BatchOut,
     CancelledOut,
-    ErrorOut,
     HealthOut,
     HistoryPage,
-    IsoDatetime,
     PriorityIn,
     QueuesOut,
     RedriveIn,
@@ -29,10 +28,10 @@ from tickwheel.api.schemas import (
     TaskPage,
 )
 from tickwheel.clock import to_ms
-from tickwheel.engine.node import Node
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
+from tickwheel.wire.requests import task_request, task_requests
 
 router = APIRouter()
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -49,8 +48,8 @@ SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = {
 MAX_PAGE = 500
 
 
-def node_of(request: Request) -> Node:
-    node: Node = request.app.state.node
+def node_of(request: Request) -> Host:
+    node: Host = request.app.state.node
     return node
 
 
@@ -72,7 +71,7 @@ async def submit_task(
     node.admission.check()
     if body.idempotency_key is None and idempotency_key is not None:
         body = body.model_copy(update={"idempotency_key": idempotency_key})
-    submitted = await node.service.submit(views.task_request(body, node))
+    submitted = await node.service.submit(task_request(body, node.type_options))
     views.mark_replayed(response, submitted.duplicate)
     return views.submitted_out(submitted)
 
@@ -91,7 +90,7 @@ async def submit_batch(request: Request) -> Response:
     node = node_of(request)
     node.admission.check()
     body = await bodies.read(request, BatchIn)
-    submitted = await node.service.submit_many(views.task_requests(body.tasks, node))
+    submitted = await node.service.submit_many(task_requests(body.tasks, node.type_options))
     return views.batch_answer(submitted)
 
 

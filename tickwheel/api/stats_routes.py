@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.routes import node_of
-from tickwheel.api.schemas import AdmissionOut
+from tickwheel.api.schemas.tasks import AdmissionOut
 from tickwheel.metrics.recorder import Event, Lateness
 from tickwheel.metrics.window import Percentiles, lateness, series
 from tickwheel.models import Status

@@ -22,7 +22,7 @@ from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.serving import serve
 from tickwheel.cli.up import load_app
 from tickwheel.config import Role, Settings, env
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.storage.factory import open_store
 
 LOG_LEVEL = Annotated[str, typer.Option(envvar=env("log_level"))]

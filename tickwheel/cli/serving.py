@@ -17,7 +17,7 @@ import uvicorn
 
 from tickwheel.api.app import create_app
 from tickwheel.cli import heap
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 
 # Before the grace ends, the store work of requests still running is interrupted: time
 # for them to roll back and answer.

@@ -11,12 +11,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tickwheel.answers import Answer
 from tickwheel.client import Client
 from tickwheel.client.base import DEFAULT_URL
 from tickwheel.config import env
 from tickwheel.errors import TickwheelError, Unreachable
 from tickwheel.models import SubmitOptions
+from tickwheel.wire.answers import Answer
 
 URL = Annotated[str, typer.Option("--url", envvar=env("url"), help="The Tickwheel server.")]
 console = Console()

@@ -16,7 +16,7 @@ import typer
 from tickwheel import extras, logs
 from tickwheel.cli.serving import serve
 from tickwheel.config import Settings, env
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.registry import App
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from tickwheel.attempt_log import log_failed_attempt
 from tickwheel.clock import Clock, to_datetime
-from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure, describe
 from tickwheel.log_tally import LogTally
 from tickwheel.models import ClaimedTask, Finish, Outcome
@@ -32,6 +31,7 @@ from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
 from tickwheel.worker.ahead import ClaimAhead
+from tickwheel.worker.claims import Claims
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
@@ -53,7 +53,7 @@ class Worker:
         self,
         *,
         app: App,
-        dispatcher: Dispatcher,
+        dispatcher: Claims,
         queue: ReadyQueue,
         clock: Clock,
         worker_id: str | None = None,
