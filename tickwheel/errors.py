@@ -106,6 +106,12 @@ class QueueUnavailable(StoreUnavailable):
     code = "queue_unavailable"
 
 
+class MetricsUnavailable(StoreUnavailable):
+    """The cluster's metrics (on Redis) cannot be reached."""
+
+    code = "metrics_unavailable"
+
+
 class StorageFull(StoreUnavailable):
     """The store's disk is full; nothing was changed."""
 

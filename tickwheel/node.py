@@ -18,6 +18,7 @@ from typing_extensions import Unpack
 
 from tickwheel.clock import Clock, ClusterClock
 from tickwheel.config import Role, Settings
+from tickwheel.engine import readiness
 from tickwheel.engine.admission import SAMPLE_SECONDS, Admission
 from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
@@ -217,6 +218,7 @@ class Node:
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
             store_failing=self.store_health.failing,
+            queue_failing=self.queue.failing,
         )
         self._start_metrics()
         if self._timekeeper is not None:
@@ -344,6 +346,12 @@ class Node:
 
     def _local_watermark(self, partition: int) -> int | None:
         return self.trigger.triggered_until if partition in self.trigger.partitions else None
+
+    def outages(self) -> list[str]:
+        """The dependencies this node's calls found failing a moment ago."""
+        return readiness.outages(
+            store_failing=self.store_health.failing(), queue_failing=self.queue.failing()
+        )
 
     def interrupt(self) -> None:
         """The grace is running out: fail the store work running now, so that whoever

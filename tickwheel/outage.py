@@ -15,9 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from tickwheel.errors import StoreUnavailable, describe
+
+T = TypeVar("T")
 
 REMIND_SECONDS = 30.0
 # A dependency that failed this recently is taken as failing still: failures and
@@ -77,6 +80,24 @@ class Outage:
         )
         self._since = None
         self._causes.clear()
+
+    async def call(
+        self,
+        call: Awaitable[T],
+        *,
+        fails_on: tuple[type[BaseException], ...],
+        raise_as: type[StoreUnavailable],
+    ) -> T:
+        """Await a call to the dependency, telling this outage how it went; a failure
+        of the kinds `fails_on` is raised as `raise_as` (expected: callers log it at
+        debug, this outage tells it)."""
+        try:
+            answer = await call
+        except fails_on as error:
+            self.failed(error)
+            raise raise_as(f"{self.name} failed: {describe(error)}") from error
+        self.succeeded()
+        return answer
 
     def failing(self) -> bool:
         """Whether a call failed within the last `FAILING_SECONDS`."""

@@ -19,6 +19,7 @@ from tickwheel.api.schemas.tasks import (
     HistoryPage,
     PriorityIn,
     QueuesOut,
+    ReadyOut,
     RedriveIn,
     RedriveOut,
     SkippedOut,
@@ -28,6 +29,7 @@ from tickwheel.api.schemas.tasks import (
     TaskPage,
 )
 from tickwheel.clock import to_ms
+from tickwheel.engine import readiness
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
@@ -238,6 +240,22 @@ async def health(request: Request) -> HealthOut:
         ready=node.queue.depth(),
         inflight=node.worker.inflight,
     )
+
+
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    responses={503: {"model": ReadyOut, "description": "a dependency does not answer"}},
+)
+async def readiness_check(request: Request, response: Response) -> ReadyOut:
+    """Whether this node's store and ready queue answer now: 503 while one does not."""
+    node = node_of(request)
+    problems = await readiness.check(node.store, node.queue)
+    ready = not any(problems.values())
+    if not ready:
+        response.status_code = 503
+        response.headers["Retry-After"] = "1"
+    return ReadyOut(ready=ready, node_id=node.node_id, dependencies=problems)
 
 
 def encode_token(position: int) -> str:

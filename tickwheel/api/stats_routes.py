@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
@@ -59,6 +59,9 @@ class StatsOut(BaseModel):
     admission: AdmissionOut
     wheel_size: int
     partitions_owned: int
+    outages: list[str] = Field(
+        description="Dependencies (store, ready_queue) this node found failing a moment ago."
+    )
 
 
 class StatusCounts:
@@ -102,6 +105,7 @@ async def stats(request: Request) -> StatsOut:
         admission=AdmissionOut.model_validate(queues.model_dump(exclude={"depth"})),
         wheel_size=node.trigger.size(),
         partitions_owned=len(node.leases.held),
+        outages=node.outages(),
     )
 
 

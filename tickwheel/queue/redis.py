@@ -67,13 +67,14 @@ from typing import Any, NamedTuple, TypeVar, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from tickwheel.errors import QueueUnavailable, describe
+from tickwheel.errors import QueueUnavailable
 from tickwheel.outage import Outage
 from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyItem, wall_ms
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+REDIS_FAILURES = (RedisError, OSError)  # Redis away, restarting, or the link cut
 
 DEFAULT_PREFIX = "tickwheel:"
 _RESUBSCRIBE_SECONDS = 1.0
@@ -162,6 +163,9 @@ class RedisReadyQueue:
     def depth(self) -> dict[str, int]:
         return dict(self._depth)
 
+    def failing(self) -> bool:
+        return self.health.failing()
+
     def _reported_script(self, source: str) -> Callable[..., Awaitable[Any]]:
         script = self._redis.register_script(source)
 
@@ -171,13 +175,7 @@ class RedisReadyQueue:
         return call
 
     async def _reported(self, call: Awaitable[T]) -> T:
-        try:
-            answer = await call
-        except (RedisError, OSError) as error:
-            self.health.failed(error)
-            raise QueueUnavailable(f"the ready queue failed: {describe(error)}") from error
-        self.health.succeeded()
-        return answer
+        return await self.health.call(call, fails_on=REDIS_FAILURES, raise_as=QueueUnavailable)
 
     async def wiped(self) -> bool:
         found = await self._incarnation_script(args=[self._prefix, uuid.uuid4().hex])
@@ -314,7 +312,7 @@ class RedisReadyQueue:
                     await pubsub.subscribe(self._prefix + "wake")
                     async for message in pubsub.listen():
                         self._wake(message)
-            except (RedisError, OSError) as error:  # Redis away: told by its health
+            except REDIS_FAILURES as error:  # Redis away: told by its health
                 self.health.failed(error)
                 await asyncio.sleep(_RESUBSCRIBE_SECONDS)
 

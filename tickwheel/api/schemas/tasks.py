@@ -274,6 +274,14 @@ class PriorityIn(Strict):
     priority: StrictInt = Field(ge=PRIORITY_MIN, le=PRIORITY_MAX)
 
 
+class ReadyOut(BaseModel):
+    ready: bool
+    node_id: str
+    dependencies: dict[str, str | None] = Field(
+        description="Each dependency's problem, or null where it answered in time."
+    )
+
+
 class HealthOut(BaseModel):
     ok: bool
     node_id: str
