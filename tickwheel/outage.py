@@ -112,7 +112,7 @@ def _cause(error: BaseException) -> str:
 def _counts(causes: Counter[str]) -> str:
     failed = sum(causes.values())
     by_cause = ", ".join(f"{count} {cause}" for cause, count in sorted(causes.items()))
-    return f"{failed} calls failed: {by_cause}"
+    return f"{failed} {'call' if failed == 1 else 'calls'} failed: {by_cause}"
 
 
 def log_failure(log: logging.Logger, error: BaseException, message: str, *args: object) -> None:
