@@ -44,3 +44,7 @@ def configure(level: str, log_format: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(formatter)
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    if logging.getLogger().level > logging.DEBUG:
+        # asyncpg's pool logs every failed reconnect with a traceback; the store's
+        # `Outage` already tells the outage, in a few lines.
+        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)
