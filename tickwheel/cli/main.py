@@ -14,8 +14,9 @@ from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
-from typer.main import get_group
+from typer.main import get_command, get_group
 
+from tickwheel.cli.coercion import plain
 from tickwheel.errors import MissingExtra
 
 # Command name: the module whose `register(cli)` declares it, in the order help lists them.
@@ -45,7 +46,8 @@ COMMANDS = {
     "local-cluster": "tickwheel.cli.cluster",
     "bench": "tickwheel.cli.bench",
 }
-SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+HELP_NAMES = ["-h", "--help"]
+SETTINGS: dict[str, Any] = {"help_option_names": HELP_NAMES, "max_content_width": 100}
 
 
 def new_typer(**options: Any) -> typer.Typer:
@@ -72,7 +74,7 @@ class LazyGroup(TyperGroup):
             return None
         part = new_typer()
         importlib.import_module(module).register(part)
-        return get_group(part).get_command(ctx, cmd_name)
+        return plain(get_group(part).get_command(ctx, cmd_name), HELP_NAMES)
 
 
 def _version(shown: bool) -> None:
@@ -103,7 +105,7 @@ def _root(
 
 def main() -> None:
     try:
-        cli()
+        plain(get_command(cli), HELP_NAMES)(prog_name="tickwheel")
     except MissingExtra as error:  # one line naming the extra, not a traceback
         typer.echo(str(error), err=True)
         sys.exit(2)
