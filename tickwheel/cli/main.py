@@ -109,3 +109,7 @@ def main() -> None:
     except MissingExtra as error:  # one line naming the extra, not a traceback
         typer.echo(str(error), err=True)
         sys.exit(2)
+
+
+if __name__ == "__main__":  # python -m tickwheel.cli.main, as in `python -X importtime`
+    main()

@@ -17,7 +17,7 @@ TASK_COLUMNS = (
     field("task_id"),
     field("task_type", "type"),
     field("status"),
-    field("due_time", "due (UTC)"),
+    field("due_time", "due (UTC)", optional=True),
     field("attempts", "tries", optional=True),
     field("last_error", text=True),
 )

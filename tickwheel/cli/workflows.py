@@ -123,7 +123,7 @@ def read_document(file: str) -> Any:
             raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
         return json.loads(text) if file.endswith(".json") else _plain(yaml.safe_load(text))
     except (OSError, ValueError, yaml.YAMLError) as error:
-        fail(f"FILE: {error}", 2)
+        fail(f"FILE: {' '.join(str(error).split())}", 2)  # YAML's spans lines
 
 
 def _plain(loaded: Any) -> Any:
