@@ -72,12 +72,16 @@ def submit(
     after: Annotated[
         list[str] | None, typer.Option(help="A task id that must succeed first (repeat).")
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the task id (for scripts).")
+    ] = False,
     url: URL = DEFAULT_URL,
     token: TOKEN = None,
     output: OUTPUT = None,
 ) -> None:
     """Submit a task and print its id, status and due time."""
     exclusive(delay=delay, at=at, cron=cron)
+    exclusive(quiet=quiet or None, output=output)
     needs("--timezone", timezone, "--cron", cron)
     needs("--jitter-seconds", jitter_seconds, "--cron", cron)
     try:
@@ -106,7 +110,11 @@ def submit(
         "dependencies": after or None,
     }
     options.update({k: v for k, v in chosen.items() if v is not None})  # type: ignore[typeddict-item]
-    emit(call(url, token, lambda c: c.submit(task_type, data, **options)), output)
+    submitted = call(url, token, lambda c: c.submit(task_type, data, **options))
+    if quiet:
+        typer.echo(submitted["task_id"])
+        return
+    emit(submitted, output)
 
 
 def batch(
