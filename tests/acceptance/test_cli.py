@@ -60,6 +60,13 @@ def submit(tw: Tickwheel, *words: str) -> str:
     return str(ok(tw, "submit", *words)["task_id"])
 
 
+def test_submit_quiet_prints_only_the_id(tw: Tickwheel) -> None:
+    code, out, _ = run(tw, "submit", "noop", "--quiet")
+    assert code == 0 and ok(tw, "status", out.strip())["task_id"] == out.strip()
+    code, _, err = run(tw, "submit", "noop", "--quiet", "--output", "json")
+    assert code == 2 and "--quiet and --output cannot be used together" in err
+
+
 def test_version() -> None:
     code, out, _ = run(None, "--version")
     assert code == 0 and out.startswith("tickwheel 0.")
