@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from tickwheel.cli.output import NEXT_TOKEN, OUTPUT, emit, field, next_page
-from tickwheel.cli.remote import DEFAULT_URL, TOKEN, URL, call
+from tickwheel.cli.remote import DEFAULT_URL, SCHEDULE_ID, TASK_ID, TOKEN, URL, call
 
 SCHEDULE_COLUMNS = (
     field("schedule_id"),
@@ -39,7 +39,9 @@ def register(cli: typer.Typer) -> None:
 
 
 def redrive(
-    task_ids: Annotated[list[str], typer.Argument(help="Failed tasks (up to 1,000).")],
+    task_ids: Annotated[
+        list[str], typer.Argument(metavar="TASK_ID...", help="Failed tasks (up to 1,000).")
+    ],
     url: URL = DEFAULT_URL,
     token: TOKEN = None,
     output: OUTPUT = None,
@@ -49,8 +51,10 @@ def redrive(
 
 
 def priority(
-    task_id: str,
-    value: Annotated[int, typer.Argument(min=-100, max=100, help="-100..100, higher first.")],
+    task_id: TASK_ID,
+    value: Annotated[
+        int, typer.Argument(metavar="PRIORITY", min=-100, max=100, help="-100..100, higher first.")
+    ],
     url: URL = DEFAULT_URL,
     token: TOKEN = None,
     output: OUTPUT = None,
@@ -60,14 +64,14 @@ def priority(
 
 
 def pause(
-    schedule_id: str, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
+    schedule_id: SCHEDULE_ID, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
 ) -> None:
     """Pause a recurring task: its pending instance is cancelled until it resumes."""
     emit(call(url, token, lambda c: c.pause(schedule_id)), output)
 
 
 def resume(
-    schedule_id: str, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
+    schedule_id: SCHEDULE_ID, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
 ) -> None:
     """Resume a paused recurring task from its next fire time."""
     emit(call(url, token, lambda c: c.resume(schedule_id)), output)

@@ -25,7 +25,25 @@ TOKEN = Annotated[
         "--token", envvar=env("token"), show_envvar=True, help="An API token, once tokens exist."
     ),
 ]
-__all__ = ["DEFAULT_URL", "TOKEN", "URL", "call", "exclusive", "fail", "needs"]
+TASK_ID = Annotated[str, typer.Argument(metavar="TASK_ID", help="A task's id (from submit or ls).")]
+SCHEDULE_ID = Annotated[
+    str, typer.Argument(metavar="SCHEDULE_ID", help="A recurring task's id (its schedule_id).")
+]
+WORKFLOW_ID = Annotated[
+    str, typer.Argument(metavar="WORKFLOW_ID", help="A workflow's id (from workflow submit or ls).")
+]
+__all__ = [
+    "DEFAULT_URL",
+    "SCHEDULE_ID",
+    "TASK_ID",
+    "TOKEN",
+    "URL",
+    "WORKFLOW_ID",
+    "call",
+    "exclusive",
+    "fail",
+    "needs",
+]
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from tickwheel.cli.output import NEXT_TOKEN, OUTPUT, emit, field, next_page
-from tickwheel.cli.remote import DEFAULT_URL, TOKEN, URL, call, exclusive, fail, needs
+from tickwheel.cli.remote import DEFAULT_URL, TASK_ID, TOKEN, URL, call, exclusive, fail, needs
 from tickwheel.models import SubmitOptions
 
 TASK_COLUMNS = (
@@ -139,7 +139,7 @@ def batch(
 
 
 def status(
-    task_id: str, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
+    task_id: TASK_ID, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
 ) -> None:
     """Show a task: its state, times, attempts and last error."""
     emit(call(url, token, lambda c: c.get(task_id)), output)
@@ -172,7 +172,7 @@ def list_tasks(
 
 
 def history(
-    task_id: str,
+    task_id: TASK_ID,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 20,
     next_token: NEXT_TOKEN = None,
     url: URL = DEFAULT_URL,
@@ -185,7 +185,7 @@ def history(
 
 
 def wait(
-    task_id: str,
+    task_id: TASK_ID,
     timeout: Annotated[float, typer.Option(min=0, help="Give up after this many seconds.")] = 60,
     url: URL = DEFAULT_URL,
     token: TOKEN = None,
@@ -200,7 +200,7 @@ def wait(
 
 
 def cancel(
-    task_id: str, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
+    task_id: TASK_ID, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
 ) -> None:
     """Cancel a task, or disable a cron task's schedule."""
     emit(call(url, token, lambda c: c.cancel(task_id)), output)

@@ -101,7 +101,10 @@ def list_tokens(database_url: DATABASE = Settings().database_url, output: OUTPUT
 
 
 @tokens.command("revoke")
-def revoke(token_id: str, database_url: DATABASE = Settings().database_url) -> None:
+def revoke(
+    token_id: Annotated[str, typer.Argument(metavar="TOKEN_ID", help="From token list.")],
+    database_url: DATABASE = Settings().database_url,
+) -> None:
     """Revoke a token by its id (from `token list`)."""
     if not _with_store(database_url, lambda store: store.revoke_token(token_id, _now_ms())):
         fail(f"no active token has the id {token_id}")

@@ -14,7 +14,7 @@ import yaml
 
 from tickwheel.cli.main import new_typer
 from tickwheel.cli.output import NEXT_TOKEN, OUTPUT, Column, Format, emit, field, next_page
-from tickwheel.cli.remote import DEFAULT_URL, TOKEN, URL, call, fail
+from tickwheel.cli.remote import DEFAULT_URL, TOKEN, URL, WORKFLOW_ID, call, fail
 
 workflows = new_typer(
     help="Workflows: graphs of tasks submitted whole (see README, Workflows).",
@@ -88,7 +88,7 @@ def submit(
 
 @workflows.command("show")
 def show(
-    workflow_id: str, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
+    workflow_id: WORKFLOW_ID, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
 ) -> None:
     """Show a workflow: its status and each task's."""
     _show(call(url, token, lambda c: c.get_workflow(workflow_id)), output)
@@ -109,7 +109,7 @@ def list_workflows(
 
 @workflows.command("cancel")
 def cancel(
-    workflow_id: str, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
+    workflow_id: WORKFLOW_ID, url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None
 ) -> None:
     """Cancel every task of a workflow not yet finished."""
     emit(call(url, token, lambda c: c.cancel_workflow(workflow_id)), output)
