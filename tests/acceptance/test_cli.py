@@ -164,6 +164,11 @@ def test_queues_nodes_and_health(tw: Tickwheel) -> None:
     assert len(node["partitions"]) == nodes["partition_count"]
     assert node["node_id"] in table(tw, "nodes")
     assert ok(tw, "health")["ok"] is True
+    stats = ok(tw, "stats")
+    assert stats["counts"]["succeeded"] >= 0 and "trigger" in stats["lateness_ms"]
+    assert "succeeded" in table(tw, "stats")
+    code, out, _ = run(tw, "metrics")
+    assert code == 0 and "# TYPE tickwheel_task_events_total counter" in out
     assert "default" in table(tw, "queues")
 
 

@@ -89,6 +89,7 @@ def test_cli_examples_run_verbatim(tickwheel_factory: type) -> None:
     assert '"priority": 50' in out and '"cancelled_instances": 1' in out
     assert '"schedule_status": "paused"' in out and '"schedule_status": "active"' in out
     assert '"admitting": true' in out and "scheduler" in out
+    assert re.search(r"^succeeded +[1-9]", out, re.M)  # stats, as a table
     assert out.rstrip().endswith("tickwheel 0.1.0")
 
 

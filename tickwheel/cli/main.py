@@ -37,6 +37,8 @@ COMMANDS = {
     "queues": "tickwheel.cli.operations",
     "nodes": "tickwheel.cli.operations",
     "health": "tickwheel.cli.operations",
+    "stats": "tickwheel.cli.operations",
+    "metrics": "tickwheel.cli.operations",
     "workflow": "tickwheel.cli.workflows",
     "token": "tickwheel.cli.tokens",
     "api": "tickwheel.cli.cluster",

@@ -1,5 +1,5 @@
-"""`redrive`, `priority`, `pause`, `resume`, `schedules`, `queues`, `nodes` and `health`:
-operating a running Tickwheel, through the Python client."""
+"""`redrive`, `priority`, `pause`, `resume`, `schedules`, `queues`, `nodes`, `health`,
+`stats` and `metrics`: operating a running Tickwheel, through the Python client."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SCHEDULE_COLUMNS = (
     field("timezone", optional=True),
 )
 QUEUE_COLUMNS = (field("queue"), field("depth"))
+STATS_COLUMNS = (field("status"), field("tasks"))
 NODE_COLUMNS = (
     field("role"),
     field("id"),
@@ -36,6 +37,8 @@ def register(cli: typer.Typer) -> None:
     cli.command()(queues)
     cli.command()(nodes)
     cli.command()(health)
+    cli.command()(stats)
+    cli.command()(metrics)
 
 
 def redrive(
@@ -147,3 +150,34 @@ def nodes(url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None) ->
 def health(url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None) -> None:
     """The server's health check: partitions owned, wheel size, ready depth, in flight."""
     emit(call(url, token, lambda c: c.health()), output)
+
+
+def stats(url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None) -> None:
+    """Tasks per status (the whole cluster), and trigger and start lateness over the
+    last minute; JSON adds the dashboard's per-second series."""
+
+    def rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"status": name, "tasks": count} for name, count in data["counts"].items()]
+
+    def lateness(data: dict[str, Any]) -> str:
+        def ms(value: float | None) -> str:
+            return "-" if value is None else f"{value:.1f} ms"
+
+        parts = [
+            f"{kind} p50 {ms(found['p50'])}, p99 {ms(found['p99'])}"
+            for kind, found in data["lateness_ms"].items()
+        ]
+        return "lateness over the last minute: " + "; ".join(parts)
+
+    emit(
+        call(url, token, lambda c: c.stats()),
+        output,
+        rows=rows,
+        columns=STATS_COLUMNS,
+        footer=lateness,
+    )
+
+
+def metrics(url: URL = DEFAULT_URL, token: TOKEN = None) -> None:
+    """This server process's metrics, in the Prometheus text format."""
+    typer.echo(call(url, token, lambda c: c.metrics()), nl=False)

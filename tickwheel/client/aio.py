@@ -207,6 +207,15 @@ class AsyncClient(ClientBase):
         """The scheduler nodes alive with their partitions, and the workers alive."""
         return await self._send(calls.nodes())
 
+    async def stats(self) -> dict[str, Any]:
+        """What the dashboard reads every second: tasks per status, per-second series,
+        lateness percentiles, queues and admission (`GET /api/stats`), as plain data."""
+        return await self._send(calls.stats())
+
+    async def metrics(self) -> str:
+        """This server process's metrics in the Prometheus text format."""
+        return await self._send(calls.metrics())
+
     # -- operations ----------------------------------------------------------
 
     async def cancel_workflow(self, workflow_id: str) -> WorkflowCancelledOut:

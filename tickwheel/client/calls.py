@@ -212,6 +212,15 @@ def nodes() -> Call[NodesOut]:
     return Call("GET", "/api/nodes", _model(NodesOut))
 
 
+def stats() -> Call[dict[str, Any]]:
+    """What the dashboard reads, as plain data (its shape is the dashboard's to change)."""
+    return Call("GET", "/api/stats", _model(dict[str, Any]))
+
+
+def metrics() -> Call[str]:
+    return Call("GET", "/metrics", lambda body: body.decode("utf-8", "replace"))
+
+
 def get_workflow(workflow_id: str) -> Call[WorkflowOut]:
     return Call("GET", f"/api/workflows/{_segment(workflow_id)}", _model(WorkflowOut))
 

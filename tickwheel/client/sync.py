@@ -197,6 +197,15 @@ class Client(ClientBase):
         """The scheduler nodes alive with their partitions, and the workers alive."""
         return self._send(calls.nodes())
 
+    def stats(self) -> dict[str, Any]:
+        """What the dashboard reads every second: tasks per status, per-second series,
+        lateness percentiles, queues and admission (`GET /api/stats`), as plain data."""
+        return self._send(calls.stats())
+
+    def metrics(self) -> str:
+        """This server process's metrics in the Prometheus text format."""
+        return self._send(calls.metrics())
+
     # -- operations ----------------------------------------------------------
 
     def cancel_workflow(self, workflow_id: str) -> WorkflowCancelledOut:
