@@ -238,3 +238,16 @@ def test_tokens_print_their_id_and_are_sent(tmp_path: Path, tickwheel_factory: t
     assert code == 0 and made["token_id"] in out
     code, _, err = run(None, "token", "revoke", made["token_id"], *database)
     assert code == 1 and "no active token" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sqlite:////nonexistent/folder/x.db", "unable to open database file"),
+        ("postgresql://me:secret@127.0.0.1:1/x", "postgresql://me:***@127.0.0.1:1/x"),
+        ("mysql://x", "unsupported database URL scheme"),
+    ],
+)
+def test_a_store_that_cannot_open_is_one_line(url: str, said: str) -> None:
+    code, _, err = run(None, "token", "list", "--database-url", url)
+    assert code == 2 and said in err and err.count("\n") == 1 and "secret" not in err

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
 import typer
 
@@ -18,6 +19,7 @@ from tickwheel.cli.main import new_typer
 from tickwheel.cli.output import OUTPUT, emit, field
 from tickwheel.cli.remote import fail
 from tickwheel.config import Settings, env
+from tickwheel.errors import MissingExtra
 
 if TYPE_CHECKING:
     from tickwheel.storage.base import Store
@@ -43,13 +45,26 @@ def _with_store(url: str, work: Callable[[Store], Awaitable[T]]) -> T:
     from tickwheel.storage.factory import open_store
 
     async def run() -> T:
-        store = await open_store(url, partitions=Settings().partitions, name="tickwheel-token")
+        try:
+            store = await open_store(url, partitions=Settings().partitions, name="tickwheel-token")
+        except MissingExtra:
+            raise
+        except Exception as error:  # no such file, no server, a bad URL: one line
+            fail(f"cannot open the store at {_shown(url)}: {error}", 2)
         try:
             return await work(store)
         finally:
             await store.close()
 
     return asyncio.run(run())
+
+
+def _shown(url: str) -> str:
+    """The URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")).geturl()
 
 
 def _now_ms() -> int:
