@@ -33,13 +33,13 @@ from tickwheel.workflow import Workflow
 
 if TYPE_CHECKING:
     from tickwheel.config import Settings
-    from tickwheel.engine.node import Node
+    from tickwheel.node import Node
     from tickwheel.worker.context import TaskContext
     from tickwheel.worker.registry import App
 
 _LAZY = {
     "App": "tickwheel.worker.registry",
-    "Node": "tickwheel.engine.node",
+    "Node": "tickwheel.node",
     "Settings": "tickwheel.config",
     "TaskContext": "tickwheel.worker.context",
 }

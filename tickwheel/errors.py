@@ -100,6 +100,18 @@ class StoreUnavailable(TickwheelError):
     retry_after_seconds = 1
 
 
+class QueueUnavailable(StoreUnavailable):
+    """The ready queue (Redis) cannot be reached."""
+
+    code = "queue_unavailable"
+
+
+class MetricsUnavailable(StoreUnavailable):
+    """The cluster's metrics (on Redis) cannot be reached."""
+
+    code = "metrics_unavailable"
+
+
 class StorageFull(StoreUnavailable):
     """The store's disk is full; nothing was changed."""
 

@@ -15,7 +15,7 @@ from typing import Any
 FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Ids engine code passes in `extra=`: copied into the JSON object when present.
-EXTRA_FIELDS = ("task_id", "node_id", "worker_id", "attempt")
+EXTRA_FIELDS = ("task_id", "task_type", "node_id", "worker_id", "attempt")
 
 
 class JsonFormatter(logging.Formatter):
@@ -44,13 +44,7 @@ def configure(level: str, log_format: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(formatter)
     logging.basicConfig(level=level.upper(), handlers=[handler])
-
-
-def uvicorn_log_config(log_format: str) -> dict[str, Any] | None:
-    """What to give uvicorn: its own text handlers, or none so that its records reach
-    the root logger and come out as JSON too."""
-    if log_format == "json":
-        return None
-    from uvicorn.config import LOGGING_CONFIG
-
-    return LOGGING_CONFIG
+    if logging.getLogger().level > logging.DEBUG:
+        # asyncpg's pool logs every failed reconnect with a traceback; the store's
+        # `Outage` already tells the outage, in a few lines.
+        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)

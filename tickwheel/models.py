@@ -70,6 +70,8 @@ class ScheduleOptions(TypedDict, total=False):
 
 
 # Limits of the options, the same for the API and the engine.
+# A task's priority, bigger first; routing keys pack it in 8 bits.
+PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_DELAY_SECONDS = 10 * 366 * 86400.0
 MAX_JITTER_SECONDS = 86400
 MAX_TIMEOUT_SECONDS = 86400.0

@@ -8,12 +8,13 @@ loop. Written once, each is
 driven in tests by a `ManualClock` instead of real seconds.
 
 A store that is down fails every step of every loop for as long as it is down: a
-traceback a second from each loop would bury the log, and the store's own `StoreHealth`
-already tallies its failures. So a spell of failures is logged twice: when it starts
-(with the traceback, unless the error is an expected one such as `StoreUnavailable`)
-and when a step succeeds again, with how many failed. A failure of another kind during
-the spell is news and is logged too. A loop that keeps flapping logs at most a line per
-kind per `LogTally` interval, with the count of those left out.
+traceback a second from each loop would bury the log, and the store's (or the ready
+queue's) own `Outage` already tells the outage in a few lines. So expected errors
+(`StoreUnavailable` and its kinds) are logged at debug only, and any other spell of
+failures is logged twice: when it starts, with its traceback, and when a step succeeds
+again, with how many failed. A failure of another kind during the spell is news and is
+logged too. A loop that keeps flapping logs at most a line per kind per `LogTally`
+interval, with the count of those left out.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class Periodic:
     ) -> None:
         """`doing` names the step in the log ("reaping expired leases"); `log` is the
         logger of the loop's owner. With `wait_first` the first step waits one interval.
-        Errors of the `quiet` types are logged without a traceback: they are expected,
-        and told elsewhere (the store's health log)."""
+        Errors of the `quiet` types are logged at debug: they are expected, and told
+        elsewhere (the dependency's `Outage`)."""
         self._doing = doing
         self._step = step
         self._clock = clock
@@ -55,6 +56,8 @@ class Periodic:
         self._failures = 0  # in the current spell
         self._failing_since = 0  # ms, by the clock
         self._last_error: type[Exception] | None = None
+        self._told = False  # a failure of the spell was logged: so is its end
+        self._log = log
 
     def wake(self) -> None:
         """Run the step now rather than at the end of the interval; if it is running,
@@ -97,30 +100,35 @@ class Periodic:
         if not self._failures:
             self._failing_since = now_ms
         self._failures += 1
+        if isinstance(error, self._quiet):
+            self._log.debug("%s failed (%s)", self._doing, describe(error))
+            return
+        self._told = True
         if type(error) is self._last_error:
             return  # the spell goes on: its end tells how long
         self._last_error = type(error)
-        quiet = isinstance(error, self._quiet)
         self._tally.log(
-            logging.WARNING if quiet else logging.ERROR,
+            logging.ERROR,
             f"failed: {type(error).__name__}",
             "%s failed (%s); trying again every %g s",
             self._doing,
             describe(error),
             self._every,
-            exc_info=None if quiet else error,
+            exc_info=error,
         )
 
     def _succeeded(self) -> None:
         if not self._failures:
             return
-        self._tally.log(
-            logging.WARNING,
-            "works again",
-            "%s works again (failures: %d in %.0f s)",
-            self._doing,
-            self._failures,
-            (self._clock.now_ms() - self._failing_since) / 1000,
-        )
+        if self._told:
+            self._tally.log(
+                logging.WARNING,
+                "works again",
+                "%s works again (failures: %d in %.0f s)",
+                self._doing,
+                self._failures,
+                (self._clock.now_ms() - self._failing_since) / 1000,
+            )
         self._failures = 0
         self._last_error = None
+        self._told = False

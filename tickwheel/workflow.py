@@ -16,8 +16,8 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from tickwheel.client.calls import task_body
 from tickwheel.models import SUBMIT_OPTIONS, SubmitOptions
+from tickwheel.wire.bodies import SCHEDULE_OPTIONS, task_body
 
 # Options of a whole task or schedule, not of one task within a workflow.
 NOT_PER_TASK = frozenset(
@@ -31,7 +31,6 @@ NOT_PER_TASK = frozenset(
         "dependencies",
     }
 )
-SCHEDULE_OPTIONS = ("timezone", "jitter_seconds", "misfire_policy", "overlap_policy")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ def test_tickwheel_up_logs_json_lines_with_the_node_id(tickwheel_factory: type) 
     lines = [line for line in tw.log.read_text().splitlines() if line.strip()]
     logged = [json.loads(line) for line in lines if not line.startswith("Tickwheel listening")]
     assert len(logged) == len(lines) - 1  # every line but the banner on stdout is JSON
-    started = [e for e in logged if e["logger"] == "tickwheel.engine.node"]
+    started = [e for e in logged if e["logger"] == "tickwheel.node"]
     assert started and "started" in started[0]["message"]
     assert started[0]["node_id"] and started[0]["level"] == "INFO"
     assert any(e["logger"].startswith("uvicorn") for e in logged)  # the server's too

@@ -12,7 +12,7 @@ from services import fresh_schema, require
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.worker.registry import App
 
 

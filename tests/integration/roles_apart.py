@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import NamedTuple
 
 from tickwheel.config import Role, Settings
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.worker.registry import App
 
 

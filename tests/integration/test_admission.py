@@ -16,8 +16,8 @@ from services import require
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
 from tickwheel.metrics.recorder import Event
+from tickwheel.node import Node
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 

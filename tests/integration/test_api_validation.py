@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 
 BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
     (

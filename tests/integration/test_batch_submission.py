@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 
 
 async def _count(api: httpx.AsyncClient) -> int:

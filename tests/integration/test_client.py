@@ -36,8 +36,8 @@ from tickwheel.api.auth import new_token, token_hash
 from tickwheel.client import NO_RETRIES, Retries, task_body
 from tickwheel.config import Settings
 from tickwheel.core.retry import RetryPolicy
-from tickwheel.engine.node import Node
 from tickwheel.models import Status
+from tickwheel.node import Node
 from tickwheel.storage.base import TaskFilter
 
 ONE_RETRY = Retries(RetryPolicy(max_retries=1, base_seconds=0.01, max_seconds=0.01))

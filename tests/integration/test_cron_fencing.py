@@ -15,9 +15,9 @@ import pytest
 from tickwheel.clock import ManualClock, to_ms
 from tickwheel.config import Settings
 from tickwheel.core.cron import CronSpec
-from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
 from tickwheel.models import ScheduleType, Status, TaskOptions
+from tickwheel.node import Node
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 # 10 s before a minute: the first instance of "* * * * *" is due at 12:01:00.
 START_MS = to_ms(datetime(2026, 1, 5, 12, 0, 50, tzinfo=UTC))

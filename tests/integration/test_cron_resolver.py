@@ -23,7 +23,7 @@ from tickwheel.clock import ManualClock, to_ms
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy, jitter_offset
 from tickwheel.engine.routing import Route
 from tickwheel.engine.schedules import MISFIRE_GRACE_MS, CronResolver
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskService
+from tickwheel.engine.tasks import TaskService
 from tickwheel.models import (
     ScheduleRecord,
     ScheduleType,
@@ -35,6 +35,7 @@ from tickwheel.queue.base import ReadyItem
 from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.base import Advance, Fence, ScheduleStore, Store, TaskFilter
 from tickwheel.storage.sqlite.store import SqliteStore
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -16,8 +16,8 @@ from tickwheel import App, InvalidRequest, PermanentFailure, TaskContext
 from tickwheel.clock import SystemClock
 from tickwheel.config import Settings
 from tickwheel.engine import attempts
-from tickwheel.engine.node import Node
 from tickwheel.models import NewTask, ScheduleType, Status
+from tickwheel.node import Node
 from tickwheel.storage.base import TaskFilter
 from tickwheel.storage.sqlite.store import SqliteStore
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tickwheel.engine.node import Node
 from tickwheel.ids import new_id
+from tickwheel.node import Node
 
 LATER = {"type": "delayed", "delay_seconds": 3600}
 
@@ -87,7 +87,7 @@ async def test_concurrent_duplicates_make_exactly_one_task(api: httpx.AsyncClien
 
 
 async def test_a_key_is_free_again_after_its_window(api: httpx.AsyncClient, node: Node) -> None:
-    node.service.idempotency_window_ms = 200
+    node.service.submissions.idempotency_window_ms = 200
     first = (await api.post("/api/tasks", json=_task("short"))).json()
     await asyncio.sleep(0.3)
     again = await api.post("/api/tasks", json=_task("short", payload={"n": 3}))

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tickwheel.api.auth import new_token, token_hash
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 

@@ -16,8 +16,8 @@ import pytest
 
 from tickwheel import App, InvalidRequest, PermanentFailure, TaskContext
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
 from tickwheel.models import FINAL_STATUSES, Status
+from tickwheel.node import Node
 
 
 class Log:

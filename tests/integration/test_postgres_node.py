@@ -15,12 +15,12 @@ from services import require
 from tickwheel import App, TaskContext, Workflow
 from tickwheel.api.app import create_app
 from tickwheel.config import Role, Settings
-from tickwheel.engine.node import Node
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
 from tickwheel.errors import StoreUnavailable
 from tickwheel.models import FINAL_STATUSES, ScheduleType, Status
+from tickwheel.node import Node
 from tickwheel.queue.redis import RedisReadyQueue
 from tickwheel.storage.postgres.store import PostgresStore
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 
 async def test_tasks_graphs_and_keys_run_on_postgres(database_url: str) -> None:

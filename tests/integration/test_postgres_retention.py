@@ -12,11 +12,11 @@ import asyncpg
 import pytest
 
 from tickwheel.config import Role, Settings
-from tickwheel.engine.node import Node
 from tickwheel.engine.retention import Retention
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
 from tickwheel.models import Finish, Outcome, ScheduleType, Status
+from tickwheel.node import Node
 from tickwheel.storage.postgres.store import PostgresStore
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 SPAN = 1 << 26  # the seqs of one range
 LATER = TaskRequest("noop", None, ScheduleRequest(ScheduleType.DELAYED, delay_seconds=3600))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
 from tickwheel.models import Status
+from tickwheel.node import Node
 from tickwheel.storage.base import TaskFilter
 
 

@@ -15,7 +15,7 @@ import pytest
 from tickwheel import App, PermanentFailure, Status, TaskContext, Workflow
 from tickwheel.clock import SystemClock
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.storage.base import TaskFilter
 
 MINUTE_MS = 60_000

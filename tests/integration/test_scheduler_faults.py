@@ -16,8 +16,8 @@ from services import require
 
 from tickwheel import App, TaskContext
 from tickwheel.config import Role, Settings
-from tickwheel.engine.node import Node
 from tickwheel.models import Status
+from tickwheel.node import Node
 
 
 def proxy_to(url: str, default_port: int) -> Proxy:

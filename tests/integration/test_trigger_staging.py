@@ -21,14 +21,15 @@ import pytest
 from tickwheel.clock import ManualClock, to_datetime
 from tickwheel.config import Settings
 from tickwheel.core.cron import CronSpec
-from tickwheel.engine.node import Node
 from tickwheel.engine.routing import Route
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest, TaskService
+from tickwheel.engine.tasks import TaskService
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.models import ScheduleType, Status
+from tickwheel.node import Node
 from tickwheel.queue.base import ReadyItem
 from tickwheel.queue.memory import MemoryReadyQueue
 from tickwheel.storage.sqlite.store import SqliteStore
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 pytestmark = pytest.mark.timeout(10)
 

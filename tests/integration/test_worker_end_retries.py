@@ -21,8 +21,8 @@ from services import require
 
 from tickwheel import App, TaskContext
 from tickwheel.config import Role, Settings
-from tickwheel.engine.node import Node
 from tickwheel.models import Status
+from tickwheel.node import Node
 
 TASKS = 60
 LEASE_SECONDS = 5  # longer than the outage, so that nothing needs to run again

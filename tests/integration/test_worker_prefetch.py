@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tickwheel.config import Settings
-from tickwheel.engine.node import Node
 from tickwheel.models import Status
+from tickwheel.node import Node
 from tickwheel.storage.base import TaskFilter
 from tickwheel.worker.ahead import ClaimAhead
 from tickwheel.worker.context import TaskContext

@@ -12,15 +12,15 @@ from tickwheel.api import bodies, errors
 from tickwheel.api.auth import Tokens, auth_error
 from tickwheel.api.dashboard_routes import router as dashboard_router
 from tickwheel.api.dashboard_routes import static_files
+from tickwheel.api.host import Host
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
-from tickwheel.api.schemas import BatchIn
+from tickwheel.api.schemas.tasks import BatchIn
 from tickwheel.api.stats_routes import StatusCounts, stats_payload
 from tickwheel.api.stats_routes import router as stats_router
 from tickwheel.api.worker_routes import router as worker_router
 from tickwheel.api.workflow_routes import router as workflow_router
-from tickwheel.engine.node import Node
 from tickwheel.errors import Forbidden, Unauthorized
 
 # Room for the rest of a task body around the largest payload.
@@ -28,7 +28,7 @@ BODY_OVERHEAD_BYTES = 64 * 1024
 
 
 def create_app(
-    node: Node,
+    node: Host,
     *,
     manage_node: bool = True,
     exiting: Callable[[], bool] = lambda: False,

@@ -3,7 +3,7 @@
 Tokens are random and long, so a SHA-256 of each is all the store keeps. While no token
 exists the API is open (and `tickwheel up` binds only to loopback unless told
 `--insecure`); as soon as one exists, every route needs a token with its scope: none is
-401, a token without the scope is 403. `/healthz` and `/openapi.json` stay open.
+401, a token without the scope is 403. `/healthz`, `/readyz` and `/openapi.json` stay open.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def require(scope: Scope) -> Callable[[Request], Awaitable[None]]:
         tokens: Tokens = request.app.state.tokens
         scopes = await tokens.scopes_of(request.headers.get("authorization"))
         if scopes is not None and scope not in scopes:
-            raise Forbidden(f"this API token lacks the {scope!r} scope")
+            raise Forbidden(f"this API token lacks the {scope.value!r} scope")
 
     return check
 

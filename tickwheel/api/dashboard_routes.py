@@ -19,7 +19,8 @@ from fastapi.responses import FileResponse, StreamingResponse
 from starlette.staticfiles import StaticFiles
 
 from tickwheel.api.auth import Scope, needs
-from tickwheel.errors import Overloaded
+from tickwheel.api.routes import node_of
+from tickwheel.errors import Overloaded, StoreUnavailable
 
 STATIC = resources.files("tickwheel.dashboard").joinpath("static")
 STREAM_INTERVAL_SECONDS = 1.0
@@ -44,7 +45,8 @@ async def dashboard() -> FileResponse:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def stream(request: Request) -> StreamingResponse:
-    """Server-Sent Events: a `stats` event every second (the body of `/api/stats`)."""
+    """Server-Sent Events: a `stats` event every second (the body of `/api/stats`), or
+    an `outage` event naming the dependencies down while the stats cannot be read."""
     state = request.app.state
     if state.streams >= state.node.settings.max_streams:
         raise Overloaded(5, "too many dashboard streams are open")
@@ -63,7 +65,11 @@ async def _events(request: Request) -> AsyncIterator[str]:
     try:
         yield "retry: 1000\n\n"
         while not exiting() and not await request.is_disconnected():
-            yield f"event: stats\ndata: {json.dumps(await stats_of(request))}\n\n"
+            try:
+                yield f"event: stats\ndata: {json.dumps(await stats_of(request))}\n\n"
+            except StoreUnavailable as error:  # the page stays up and says why
+                outage = {"outages": node_of(request).outages(), "error": error.code}
+                yield f"event: outage\ndata: {json.dumps(outage)}\n\n"
             await asyncio.sleep(STREAM_INTERVAL_SECONDS)
     finally:
         state.streams -= 1

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.routes import ERRORS, MAX_PAGE, node_of
-from tickwheel.api.schemas import NodesOut, SchedulePage, WorkflowPage
+from tickwheel.api.schemas.ops import NodesOut, SchedulePage, WorkflowPage
 from tickwheel.engine import operations
 from tickwheel.errors import InvalidRequest
 from tickwheel.storage.base import Page

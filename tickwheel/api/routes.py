@@ -9,17 +9,17 @@ from fastapi import APIRouter, Header, Query, Request, Response
 
 from tickwheel.api import bodies, views
 from tickwheel.api.auth import Scope, needs
-from tickwheel.api.schemas import (
-    NAME_PATTERN,
+from tickwheel.api.host import Host
+from tickwheel.api.schemas.common import NAME_PATTERN, ErrorOut, IsoDatetime
+from tickwheel.api.schemas.tasks import (
     BatchIn,
     BatchOut,
     CancelledOut,
-    ErrorOut,
     HealthOut,
     HistoryPage,
-    IsoDatetime,
     PriorityIn,
     QueuesOut,
+    ReadyOut,
     RedriveIn,
     RedriveOut,
     SkippedOut,
@@ -29,10 +29,11 @@ from tickwheel.api.schemas import (
     TaskPage,
 )
 from tickwheel.clock import to_ms
-from tickwheel.engine.node import Node
+from tickwheel.engine import readiness
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
+from tickwheel.wire.requests import task_request, task_requests
 
 router = APIRouter()
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -49,8 +50,8 @@ SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = {
 MAX_PAGE = 500
 
 
-def node_of(request: Request) -> Node:
-    node: Node = request.app.state.node
+def node_of(request: Request) -> Host:
+    node: Host = request.app.state.node
     return node
 
 
@@ -72,7 +73,7 @@ async def submit_task(
     node.admission.check()
     if body.idempotency_key is None and idempotency_key is not None:
         body = body.model_copy(update={"idempotency_key": idempotency_key})
-    submitted = await node.service.submit(views.task_request(body, node))
+    submitted = await node.service.submit(task_request(body, node.type_options))
     views.mark_replayed(response, submitted.duplicate)
     return views.submitted_out(submitted)
 
@@ -91,7 +92,7 @@ async def submit_batch(request: Request) -> Response:
     node = node_of(request)
     node.admission.check()
     body = await bodies.read(request, BatchIn)
-    submitted = await node.service.submit_many(views.task_requests(body.tasks, node))
+    submitted = await node.service.submit_many(task_requests(body.tasks, node.type_options))
     return views.batch_answer(submitted)
 
 
@@ -239,6 +240,22 @@ async def health(request: Request) -> HealthOut:
         ready=node.queue.depth(),
         inflight=node.worker.inflight,
     )
+
+
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    responses={503: {"model": ReadyOut, "description": "a dependency does not answer"}},
+)
+async def readiness_check(request: Request, response: Response) -> ReadyOut:
+    """Whether this node's store and ready queue answer now: 503 while one does not."""
+    node = node_of(request)
+    problems = await readiness.check(node.store, node.queue)
+    ready = not any(problems.values())
+    if not ready:
+        response.status_code = 503
+        response.headers["Retry-After"] = "1"
+    return ReadyOut(ready=ready, node_id=node.node_id, dependencies=problems)
 
 
 def encode_token(position: int) -> str:

@@ -15,12 +15,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.routes import node_of
-from tickwheel.api.schemas import AdmissionOut
+from tickwheel.api.schemas.tasks import AdmissionOut
 from tickwheel.metrics.recorder import Event, Lateness
 from tickwheel.metrics.window import Percentiles, lateness, series
 from tickwheel.models import Status
@@ -59,6 +59,9 @@ class StatsOut(BaseModel):
     admission: AdmissionOut
     wheel_size: int
     partitions_owned: int
+    outages: list[str] = Field(
+        description="Dependencies (store, ready_queue) this node found failing a moment ago."
+    )
 
 
 class StatusCounts:
@@ -102,6 +105,7 @@ async def stats(request: Request) -> StatsOut:
         admission=AdmissionOut.model_validate(queues.model_dump(exclude={"depth"})),
         wheel_size=node.trigger.size(),
         partitions_owned=len(node.leases.held),
+        outages=node.outages(),
     )
 
 

@@ -3,98 +3,36 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from fastapi import Response
 
-from tickwheel.api.schemas import (
-    BatchOut,
-    ExecutionOut,
+from tickwheel.api.host import Host
+from tickwheel.api.schemas.ops import (
     InstanceOut,
     NodesOut,
     PartitionLeaseOut,
-    QueuesOut,
-    RetryBackoffOut,
-    ScheduleIn,
-    ScheduleOut,
     SchedulerNodeOut,
     ScheduleSummaryOut,
-    SubmittedOut,
-    TaskIn,
-    TaskOut,
     WorkerOut,
-    WorkflowIn,
-    WorkflowNodeOut,
-    WorkflowOut,
     WorkflowSummaryOut,
 )
-from tickwheel.clock import to_datetime, to_ms
-from tickwheel.core.cron import CronSpec
-from tickwheel.engine.node import Node
+from tickwheel.api.schemas.tasks import (
+    BatchOut,
+    ExecutionOut,
+    QueuesOut,
+    RetryBackoffOut,
+    ScheduleOut,
+    SubmittedOut,
+    TaskOut,
+)
+from tickwheel.api.schemas.workflows import WorkflowIn, WorkflowNodeOut, WorkflowOut
+from tickwheel.clock import to_datetime
 from tickwheel.engine.operations import ClusterView, workflow_status
-from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskView
+from tickwheel.engine.tasks import Submitted, TaskView
 from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
-from tickwheel.models import ExecutionRecord, ScheduleType, Status, TaskOptions
+from tickwheel.models import ExecutionRecord, Status
 from tickwheel.storage.base import InstanceBrief, ScheduleSummary, WorkflowSummary
-
-
-def task_request(
-    body: TaskIn, node: Node, known: dict[tuple[Any, ...], TaskOptions] | None = None
-) -> TaskRequest:
-    """The engine's request for `body` (a workflow's tasks name their `dependencies`).
-    `known`: the options already worked out for earlier tasks of the same batch."""
-    backoff = body.retry_backoff
-    given = (
-        body.task_type,
-        body.queue,
-        body.priority,
-        body.max_retries,
-        backoff.base_seconds if backoff else None,
-        backoff.max_seconds if backoff else None,
-        body.timeout_seconds,
-    )
-    options = known.get(given) if known is not None else None
-    if options is None:
-        options = node.default_options(
-            body.task_type,
-            queue=body.queue,
-            priority=body.priority,
-            max_retries=body.max_retries,
-            backoff_base_seconds=given[4],
-            backoff_max_seconds=given[5],
-            timeout_seconds=body.timeout_seconds,
-        )
-        if known is not None:
-            known[given] = options
-    return TaskRequest(
-        body.task_type,
-        body.payload,
-        schedule_request(body.schedule),
-        options,
-        body.idempotency_key,
-        tuple(body.dependencies),
-        body.ordering_key,
-        body.task_id,
-    )
-
-
-def task_requests(bodies: list[TaskIn], node: Node) -> list[TaskRequest]:
-    """A batch's requests: a task type's options are worked out once per batch."""
-    known: dict[tuple[Any, ...], TaskOptions] = {}
-    return [task_request(body, node, known) for body in bodies]
-
-
-def schedule_request(s: ScheduleIn) -> ScheduleRequest:
-    return ScheduleRequest(
-        type=ScheduleType(s.type),
-        due_ms=to_ms(s.due_time) if s.due_time else None,
-        delay_seconds=s.delay_seconds,
-        cron=CronSpec(s.cron_expression, s.timezone, s.jitter_seconds)
-        if s.cron_expression
-        else None,
-        misfire=s.misfire_policy,
-        overlap=s.overlap_policy,
-    )
+from tickwheel.wire.requests import task_request
 
 
 def mark_replayed(response: Response, duplicate: bool) -> None:
@@ -141,8 +79,8 @@ def batch_answer(submitted: list[Submitted]) -> Response:
     return Response(body, status_code=201, media_type="application/json")
 
 
-def workflow_nodes(body: WorkflowIn, node: Node) -> list[WorkflowNode]:
-    return [WorkflowNode(t.name, task_request(t, node)) for t in body.tasks]
+def workflow_nodes(body: WorkflowIn, node: Host) -> list[WorkflowNode]:
+    return [WorkflowNode(t.name, task_request(t, node.type_options)) for t in body.tasks]
 
 
 def task_out(view: TaskView) -> TaskOut:
@@ -320,7 +258,7 @@ def nodes_out(view: ClusterView) -> NodesOut:
     )
 
 
-def queues_out(node: Node) -> QueuesOut:
+def queues_out(node: Host) -> QueuesOut:
     """Ready-queue depth per queue and the admission state it decides."""
     state = node.admission.state()
     return QueuesOut(

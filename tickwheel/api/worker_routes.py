@@ -7,19 +7,19 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from tickwheel.api.auth import Scope, needs
-from tickwheel.api.schemas import (
+from tickwheel.api.host import Host
+from tickwheel.api.schemas.common import ErrorOut
+from tickwheel.api.schemas.worker import (
     AttemptEndOut,
     ClaimedOut,
     ClaimIn,
     ClaimOut,
     CompleteIn,
-    ErrorOut,
     FailIn,
     HeartbeatIn,
     LeaseOut,
 )
 from tickwheel.clock import to_datetime
-from tickwheel.engine.node import Node
 from tickwheel.models import ClaimedTask
 
 router = APIRouter(prefix="/api/worker", tags=["worker protocol"], dependencies=needs(Scope.WORKER))
@@ -31,8 +31,8 @@ FENCED: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _node(request: Request) -> Node:
-    node: Node = request.app.state.node
+def _node(request: Request) -> Host:
+    node: Host = request.app.state.node
     return node
 
 

@@ -7,13 +7,14 @@ from fastapi import APIRouter, Request, Response
 from tickwheel.api import views
 from tickwheel.api.auth import Scope, needs
 from tickwheel.api.routes import ERRORS, SUBMIT_ERRORS, node_of
-from tickwheel.api.schemas import (
+from tickwheel.api.schemas.tasks import SubmittedOut
+from tickwheel.api.schemas.workflows import (
     RecurringWorkflowIn,
-    SubmittedOut,
     WorkflowCancelledOut,
     WorkflowIn,
     WorkflowOut,
 )
+from tickwheel.wire.requests import schedule_request
 
 router = APIRouter(prefix="/api/workflows", tags=["workflows"])
 
@@ -55,7 +56,7 @@ async def schedule_workflow(
     submitted = await node.recurring.schedule(
         body.name,
         views.workflow_nodes(body, node),
-        views.schedule_request(body.schedule),
+        schedule_request(body.schedule),
         idempotency_key=body.idempotency_key,
     )
     views.mark_replayed(response, submitted.duplicate)

@@ -22,7 +22,7 @@ from tickwheel.cli.local_cluster import local_cluster
 from tickwheel.cli.serving import serve
 from tickwheel.cli.up import load_app
 from tickwheel.config import Role, Settings, env
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.storage.factory import open_store
 
 LOG_LEVEL = Annotated[str, typer.Option(envvar=env("log_level"))]
@@ -65,7 +65,7 @@ def api(
     settings = replace(settings, host=host or settings.host, port=port or settings.port)
     node = Node(settings=settings, roles=frozenset({Role.API}))
     typer.echo(f"Tickwheel API listening on http://{settings.host}:{settings.port}")
-    serve(node, log_level=log_level, log_format=settings.log_format)
+    serve(node, log_level=log_level)
 
 
 def scheduler(log_level: LOG_LEVEL = "info") -> None:

@@ -15,10 +15,9 @@ import socket
 
 import uvicorn
 
-from tickwheel import logs
 from tickwheel.api.app import create_app
 from tickwheel.cli import heap
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 
 # Before the grace ends, the store work of requests still running is interrupted: time
 # for them to roll back and answer.
@@ -48,7 +47,7 @@ class _Server(uvicorn.Server):
             interrupting.cancel()
 
 
-def serve(node: Node, *, log_level: str, log_format: str = "text") -> None:
+def serve(node: Node, *, log_level: str) -> None:
     """Serve until SIGINT or SIGTERM; streams end as soon as the server begins to exit,
     and requests still running get the node's shutdown grace."""
     settings = node.settings
@@ -63,7 +62,9 @@ def serve(node: Node, *, log_level: str, log_format: str = "text") -> None:
         host=settings.host,
         port=settings.port,
         log_level=log_level.lower(),
-        log_config=logs.uvicorn_log_config(log_format),
+        # No handlers of uvicorn's own: its records reach the root logger and come out
+        # in this process's one format, text or JSON (`logs.configure`).
+        log_config=None,
         access_log=False,
         timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
     )

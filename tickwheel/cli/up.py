@@ -16,7 +16,7 @@ import typer
 from tickwheel import extras, logs
 from tickwheel.cli.serving import serve
 from tickwheel.config import Settings, env
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.storage.factory import open_store
 from tickwheel.worker.registry import App
 
@@ -192,7 +192,7 @@ def up(
         raise typer.Exit(2)
     node = Node(settings=settings, app=load_app(app) if app else None, run_worker=worker)
     typer.echo(f"Tickwheel listening on http://{host}:{port} (store: {database_url})")
-    serve(node, log_level=log_level, log_format=log_format)
+    serve(node, log_level=log_level)
 
 
 def load_app(spec: str) -> App:

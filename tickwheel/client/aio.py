@@ -7,7 +7,13 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tickwheel.answers import (
+from tickwheel.client import calls
+from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
+from tickwheel.client.calls import Call, StatusFilter
+from tickwheel.client.retries import Retries
+from tickwheel.client.transport import AsyncConnections, NoAnswer
+from tickwheel.models import ScheduleOptions, SubmitOptions
+from tickwheel.wire.answers import (
     AttemptEndOut,
     CancelledOut,
     ClaimedOut,
@@ -25,12 +31,6 @@ from tickwheel.answers import (
     WorkflowOut,
     WorkflowPage,
 )
-from tickwheel.client import calls
-from tickwheel.client.base import DEFAULT_TIMEOUT_SECONDS, ClientBase, Waiting
-from tickwheel.client.calls import Call, StatusFilter
-from tickwheel.client.retries import Retries
-from tickwheel.client.transport import AsyncConnections, NoAnswer
-from tickwheel.models import ScheduleOptions, SubmitOptions
 from tickwheel.workflow import Workflow, workflow_body
 
 if TYPE_CHECKING:

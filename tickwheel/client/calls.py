@@ -11,12 +11,27 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import msgspec
 
-from tickwheel.answers import (
+from tickwheel.errors import (
+    Conflict,
+    Forbidden,
+    IdempotencyConflict,
+    InvalidBatch,
+    InvalidRequest,
+    Overloaded,
+    ServerError,
+    StaleFence,
+    TaskNotFound,
+    TickwheelError,
+    Unauthorized,
+)
+from tickwheel.ids import new_id
+from tickwheel.models import Status
+from tickwheel.wire.answers import (
     AttemptEndOut,
     BatchOut,
     CancelledOut,
@@ -36,24 +51,7 @@ from tickwheel.answers import (
     WorkflowOut,
     WorkflowPage,
 )
-from tickwheel.errors import (
-    Conflict,
-    Forbidden,
-    IdempotencyConflict,
-    InvalidBatch,
-    InvalidRequest,
-    Overloaded,
-    ServerError,
-    StaleFence,
-    TaskNotFound,
-    TickwheelError,
-    Unauthorized,
-)
-from tickwheel.ids import new_id
-from tickwheel.models import SUBMIT_OPTIONS, Status, SubmitOptions
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
+from tickwheel.wire.bodies import task_body as task_body  # the body of `submit`
 
 T = TypeVar("T")
 
@@ -81,43 +79,6 @@ def _model(kind: type[T]) -> Callable[[bytes], T]:
 
 
 # -- submitting --------------------------------------------------------------
-
-
-def task_body(
-    task_type: str, payload: Any = None, **options: Unpack[SubmitOptions]
-) -> dict[str, Any]:
-    """The JSON body of `POST /api/tasks`, also one entry of a batch."""
-    unknown = options.keys() - SUBMIT_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown submit options: {', '.join(sorted(unknown))}")
-    body: dict[str, Any] = {"task_type": task_type, "payload": payload}
-    schedule: dict[str, Any] = {"type": "immediate"}
-    if "cron" in options:
-        schedule = {"type": "cron", "cron_expression": options["cron"]}
-    elif "due_time" in options or "delay_seconds" in options:
-        schedule = {"type": "delayed"}
-    if "due_time" in options:
-        schedule["due_time"] = options["due_time"].isoformat()
-    for name in ("delay_seconds", "timezone", "jitter_seconds", "misfire_policy", "overlap_policy"):
-        if name in options:
-            schedule[name] = options[name]
-    body["schedule"] = schedule
-    for name in (
-        "queue",
-        "priority",
-        "max_retries",
-        "timeout_seconds",
-        "idempotency_key",
-        "ordering_key",
-    ):
-        if name in options:
-            body[name] = options[name]  # type: ignore[literal-required]
-    if "dependencies" in options:
-        body["dependencies"] = list(options["dependencies"])
-    if "retry_backoff" in options:
-        base, cap = options["retry_backoff"]
-        body["retry_backoff"] = {"base_seconds": base, "max_seconds": cap}
-    return body
 
 
 def _keyed(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tickwheel.clock import Clock
-from tickwheel.errors import Overloaded
+from tickwheel.errors import Overloaded, QueueUnavailable
 
 # How often a node feeds the rate: the depth and the ends are read that often, never
 # once per request.
@@ -165,10 +165,14 @@ class Admission:
         max_depth: int,
         max_drain_seconds: float,
         store_failing: Callable[[], bool] = lambda: False,
+        queue_failing: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`store_failing`, `queue_failing`: whether the store or the ready queue failed
+        a moment ago. A backlog that waits on them says nothing of the workers."""
         self._clock = clock
         self._depth = depth
         self._store_failing = store_failing
+        self._queue_failing = queue_failing
         self.max_depth = max_depth
         self.max_drain_seconds = max_drain_seconds
         self.rate = DrainRate()
@@ -177,7 +181,7 @@ class Admission:
     def observe(self, ended: int, depth: dict[str, int], *, contended: bool = False) -> None:
         """Feed the rate: the running total of attempts ended cluster-wide, the depth
         read with it, and whether this process's API took the workers' time meanwhile."""
-        if self._store_failing():
+        if self._store_failing() or self._queue_failing():
             self.rate.skip(self._clock.now_ms(), ended)
             return
         self.rate.observe(self._clock.now_ms(), ended, sum(depth.values()), contended=contended)
@@ -195,7 +199,10 @@ class Admission:
         )
 
     def check(self) -> None:
-        """Raise `Overloaded` with a retry hint when new submissions must wait."""
+        """Raise `Overloaded` with a retry hint when new submissions must wait, and
+        `QueueUnavailable` while the ready queue is down: nothing could be handed on."""
+        if self._queue_failing():
+            raise QueueUnavailable("the ready queue is unavailable: no task can be handed on")
         state = self.state()
         if state.open or self._store_failing():
             self.admitted += 1

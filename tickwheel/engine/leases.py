@@ -33,10 +33,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from tickwheel.clock import Clock
-from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.engine.trigger import TriggerEngine, spans
 from tickwheel.errors import StoreUnavailable
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.periodic import Periodic
@@ -64,6 +64,8 @@ class PartitionLeases:
         self.node_id = node_id
         self._ttl_ms = round(ttl_seconds * 1000)
         self.held: dict[int, int] = {}  # partition -> epoch
+        self._released: set[int] = set()  # since the last line told the changes
+        self._count = 0  # partitions in the cluster, as the last renewal read
         self._valid_until = 0
         self._balance = balance
         self._loop = Periodic(
@@ -131,7 +133,7 @@ class PartitionLeases:
         started = self._clock.now_ms()
         if isinstance(self._store, HostLockedStore) and not self._host_locked:
             self._host_locked = await self._store.hold_lock(self.node_id)
-        count = await self._store.partitions()
+        count = self._count = await self._store.partitions()
         wanted = self._share(count)
         held = self._give_up(wanted, self.held)
         renewal = await self._store.renew(
@@ -167,21 +169,41 @@ class PartitionLeases:
         gained = {p: e for p, e in got.items() if self.held.get(p) != e}
         for partition in gained:
             self._lose(partition)  # re-owned under a new epoch: reload from the store
-        await self._trigger.gain(gained)
+        loaded = await self._trigger.gain(gained)
         self.held.update(gained)
         if gained:
             self._metrics.leases_changed(gained=len(gained))
+        self._tell(gained, loaded)
+
+    def _tell(self, gained: Collection[int], loaded: int) -> None:
+        """One line per change of ownership, however many partitions it moved."""
+        released, self._released = self._released - set(gained), set()
+        if not gained and not released:
+            return
+        changes = [f"gained {spans(gained)} ({loaded} tasks loaded)"] if gained else []
+        changes += [f"released {spans(released)}"] if released else []
+        log.info(
+            "partitions %s; %d of %d held here",
+            ", ".join(changes),
+            len(self.held),
+            self._count,
+        )
 
     def _drop_if_lapsed(self) -> None:
         """Stop triggering everything once our leases may have lapsed unrenewed."""
         if self.held and self._clock.now_ms() >= self._valid_until - self._margin_ms:
-            log.error("partition leases could not be renewed in time: stopping triggers")
+            log.error(
+                "partition leases could not be renewed in time: stopping triggers of %s",
+                spans(self.held),
+            )
             for partition in list(self.held):
                 self._lose(partition)
+            self._released.clear()  # told
 
     def _lose(self, partition: int) -> None:
         if self.held.pop(partition, None) is not None:
             self._metrics.leases_changed(lost=1)
+            self._released.add(partition)
         self._trigger.lose(partition)
 
     async def release_all(self) -> None:
@@ -190,6 +212,7 @@ class PartitionLeases:
             self._trigger.lose(partition)
         if held:
             await self._store.release(self.node_id, held)
+            log.info("partitions released %s: this node is stopping", spans(held))
         if self._balance:
             await self._store.leave(self.node_id)
 

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Collection
 
 from tickwheel.clock import Clock
+from tickwheel.outage import log_failure
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,8 @@ class Sightings:
         try:
             beat = WorkerBeat(worker_id, "http", said, None)
             await self._store.worker_seen(beat, ttl_ms=self._ttl_ms)
-        except Exception:
-            log.exception("recording that worker %s is alive failed", worker_id)
+        except Exception as error:
+            log_failure(log, error, "recording that worker %s is alive failed", worker_id)
 
     def _remember(self, worker_id: str, now: int, queues: tuple[str, ...] | None) -> None:
         if len(self._written) >= MAX_TRACKED:  # many ids: forget those written long ago

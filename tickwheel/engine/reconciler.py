@@ -73,8 +73,6 @@ class Reconciler:
             clock=clock,
             every_seconds=watch_seconds,
             log=log,
-            # The queue being down is told by the trigger, the store's by its health log.
-            quiet=(Exception,),
         )
 
     async def run(self) -> None:
@@ -99,7 +97,8 @@ class Reconciler:
         again = [e for e in handed if not (e.is_cron and e.due_ms > now)]
         for entry in again:
             self._released[entry.seq] = now
-        log.warning("the ready queue lost its tasks: releasing %d again at once", len(again))
+        level = logging.WARNING if again else logging.INFO
+        log.log(level, "the ready queue lost its tasks: releasing %d again at once", len(again))
         self._trigger.offer(again)
         return len(again)
 

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
-from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
+from tickwheel.engine.tasks import Submitted, TaskService
 from tickwheel.engine.workflows import WorkflowNode, WorkflowService
 from tickwheel.errors import InvalidBatch, InvalidRequest, PermanentFailure
 from tickwheel.models import ENGINE_QUEUE, WORKFLOW_TASK_TYPE, ScheduleType, TaskOptions
-from tickwheel.worker.context import TaskContext
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
+
+
+class Instance(Protocol):
+    """The instance being run, as the launch reads it (a worker's `TaskContext`)."""
+
+    @property
+    def task_id(self) -> str: ...
+
 
 LAUNCH_OPTIONS = TaskOptions(queue=ENGINE_QUEUE, max_retries=10, backoff_max_seconds=60.0)
 
@@ -123,7 +131,7 @@ class RecurringWorkflows:
         except (TypeError, ValueError):  # a value of the wrong kind deep inside
             raise InvalidRequest("payload", "not a workflow template") from None
 
-    async def __call__(self, ctx: TaskContext, payload: Any) -> None:
+    async def __call__(self, ctx: Instance, payload: Any) -> None:
         """Store this instance's workflow. One that no longer validates (a limit or a
         task type's payload check changed since it was scheduled) fails for good."""
         try:

@@ -17,6 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
+from tickwheel.attempt_log import log_failed_attempt
 from tickwheel.clock import Clock
 from tickwheel.engine import attempts
 from tickwheel.engine.dispatch import Dispatcher
@@ -148,7 +149,9 @@ class RemoteWorkers:
                 retryable=retryable,
                 started_ms=record.started_ms,
             )
-            if await self._dispatcher.finish(end, _claimed(record, fence)):
+            claimed = _claimed(record, fence)
+            if await self._dispatcher.finish(end, claimed):
+                log_failed_attempt(log, claimed, end)
                 return AttemptEnd(end.status, end.retry_at_ms)
         first = await self._first_end(record, fence, Outcome.FAILED)
         if first.retry_at_ms is not None:

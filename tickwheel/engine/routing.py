@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-PRIORITY_MIN, PRIORITY_MAX = -100, 100
+from tickwheel.models import PRIORITY_MIN
+
 _TAG_BITS = 24
 _QUEUE_LIMIT = 1 << 15
 _SEQ_LIMIT = 1 << (63 - _TAG_BITS)

@@ -19,6 +19,7 @@ from tickwheel.engine.routing import Route
 from tickwheel.ids import new_id, partition_of
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import WORKFLOW_TASK_TYPE, NewTask, ScheduleRecord, ScheduleType, Status
+from tickwheel.outage import log_failure
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import Advance, Fence, ScheduleStore, TaskStore
 
@@ -83,9 +84,13 @@ class CronResolver:
             try:
                 await self._advance(instances, now_ms)
                 return
-            except Exception:
-                log.exception(
-                    "advancing %d schedules failed; again in %.0f s", len(instances), delay
+            except Exception as error:
+                log_failure(
+                    log,
+                    error,
+                    "advancing %d schedules failed; again in %.0f s",
+                    len(instances),
+                    delay,
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 60.0)
@@ -132,6 +137,15 @@ class CronResolver:
         pushed = [i for i in released if i.seq not in lost]
         await self._queue.push(pushed)
         self._metrics.released(pushed)
+        for advance, seq in zip(advances, results, strict=True):
+            if seq is not None:
+                log.debug(
+                    "schedule %s fired (instance %d), next instance %d",
+                    advance.schedule.schedule_id,
+                    advance.schedule.current_seq,
+                    seq,
+                    extra={"task_id": advance.schedule.schedule_id},
+                )
         if len(lost) < len(advances):
             self._on_created()  # a next instance to load
 

@@ -30,6 +30,7 @@ from tickwheel.core.wheel import TimingWheel
 from tickwheel.engine.routing import Route, RoutingKeys
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import TaskRecord, WheelEntry
+from tickwheel.outage import log_failure
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import DispatchStore
@@ -99,13 +100,14 @@ class TriggerEngine:
     async def start(self) -> None:
         self._mark_seen = await self._store.max_mark()
 
-    async def gain(self, partitions: Collection[int]) -> None:
+    async def gain(self, partitions: Collection[int]) -> int:
         """Own partitions: load everything pending in them up to the loaded horizon,
         including what is overdue (a previous owner may have died before triggering it).
         One load for all of them: over a slow link, taking 64 partitions one round trip
-        each outlasted the lease they were taken under."""
+        each outlasted the lease they were taken under. Answers how many tasks it loaded
+        (the leases log one line per change of ownership)."""
         if not partitions:
-            return
+            return 0
         async with self._load_lock:
             now = self._clock.now_ms()
             rows = await self._store.load_pending(
@@ -114,13 +116,12 @@ class TriggerEngine:
             for partition in partitions:
                 self._wheels[partition] = TimingWheel(now)
             self._insert(rows)
-        log.info("partitions gained: %s, %d tasks loaded", _spans(partitions), len(rows))
+        return len(rows)
 
     def lose(self, partition: int) -> None:
         """Stop triggering a partition at once; its tasks stay in the store for the next owner."""
         self._early_cron.pop(partition, None)
-        if self._wheels.pop(partition, None) is not None:
-            log.info("partition %d released: no longer triggered here", partition)
+        self._wheels.pop(partition, None)
 
     # -- entries -------------------------------------------------------------
 
@@ -200,8 +201,8 @@ class TriggerEngine:
             now = self._clock.now_ms()
             try:
                 await self.tick(now)
-            except Exception:  # a failed push must not stop the clock
-                log.exception("releasing due tasks failed; retrying")
+            except Exception as error:  # a failed push must not stop the clock
+                log_failure(log, error, "releasing due tasks failed; retrying")
                 await asyncio.sleep(0.1)
             # Cascade and sort the next second's buckets now, not at their boundary.
             ahead = self._stage_ahead_ms
@@ -345,7 +346,7 @@ def _chunks(due: list[tuple[int, int]], tick_ms: int) -> Iterator[list[tuple[int
             yield due[start : min(start + RELEASE_CHUNK, end)]
 
 
-def _spans(numbers: Collection[int]) -> str:
+def spans(numbers: Collection[int]) -> str:
     """`{0, 1, 2, 5, 7, 8}` as "0-2, 5, 7-8": a log line that stays short."""
     spans: list[list[int]] = []
     for n in sorted(numbers):

@@ -11,14 +11,16 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Protocol
 
 from tickwheel.clock import Clock
 from tickwheel.core.dag import InvalidGraph, ordered
-from tickwheel.engine.tasks import TaskRequest, TaskService, TaskView
+from tickwheel.engine.reads import TaskView
 from tickwheel.errors import IdempotencyConflict, InvalidBatch, InvalidRequest, TaskNotFound
 from tickwheel.ids import new_id
-from tickwheel.models import NewTask, Status, WorkflowRecord
+from tickwheel.models import NewTask, Status, TaskRecord, WorkflowRecord
 from tickwheel.storage.base import Store
+from tickwheel.wire.requests import TaskRequest
 
 MAX_EDGES = 100_000
 
@@ -69,12 +71,24 @@ def derived_status(statuses: Sequence[Status]) -> str:
     return "cancelled"
 
 
+class WorkflowTasks(Protocol):
+    """What workflows need of the task service: their tasks made, read and cancelled."""
+
+    def new_task(
+        self, request: TaskRequest, now_ms: int, task_id: str | None = None, *, push: bool = False
+    ) -> NewTask: ...
+
+    async def views(self, records: Sequence[TaskRecord]) -> list[TaskView]: ...
+
+    async def cancel_record(self, record: TaskRecord, *, quiet: bool) -> bool: ...
+
+
 class WorkflowService:
     def __init__(
         self,
         *,
         store: Store,
-        tasks: TaskService,
+        tasks: WorkflowTasks,
         clock: Clock,
         on_committed: Callable[[], None] = lambda: None,
     ) -> None:

@@ -15,14 +15,19 @@ is read once and kept; only the last few seconds are read again on each call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
+from typing import TypeVar
 
 from redis.asyncio import Redis
 
+from tickwheel.errors import MetricsUnavailable
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.metrics.window import WINDOW_SECONDS, Seconds, window_range
+from tickwheel.outage import Outage
+from tickwheel.queue.redis import REDIS_FAILURES
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EXPIRE_SECONDS = WINDOW_SECONDS + 60
 FINAL_AFTER_SECONDS = 5
@@ -34,6 +39,7 @@ class RedisMetrics:
         self._redis = client
         self._prefix = f"{prefix}metrics:"
         self._final: dict[int, dict[str, int]] = {}  # seconds read once they were final
+        self.health = Outage("the metrics store (Redis)", log)
 
     @classmethod
     def from_url(cls, recorder: Recorder, url: str, *, prefix: str) -> RedisMetrics:
@@ -54,7 +60,7 @@ class RedisMetrics:
                 pipe.hincrby(key, field, n)
             pipe.expire(key, EXPIRE_SECONDS)
         try:
-            await pipe.execute()
+            await self._reported(pipe.execute())
         except BaseException:
             # Counted again at the next flush. A pipeline is not atomic, so a flush cut
             # short may count some fields twice: a dashboard can live with that.
@@ -72,16 +78,19 @@ class RedisMetrics:
         for second in wanted:
             pipe.hgetall(self._key(second))
         read: dict[int, Mapping[str, int]] = dict(self._final)
-        for second, row in zip(wanted, await pipe.execute(), strict=True):
+        for second, row in zip(wanted, await self._reported(pipe.execute()), strict=True):
             counts = {k.decode(): int(v) for k, v in row.items()}
             read[second] = counts
             if second <= final_until:
                 self._final[second] = counts
         return read
 
+    async def _reported(self, call: Awaitable[T]) -> T:
+        return await self.health.call(call, fails_on=REDIS_FAILURES, raise_as=MetricsUnavailable)
+
     async def close(self) -> None:
         try:
             await self.flush()
-        except Exception:
-            log.warning("the last metrics could not be flushed to Redis", exc_info=True)
+        except MetricsUnavailable as error:
+            log.warning("the last metrics could not be flushed to Redis (%s)", error)
         await self._redis.aclose()

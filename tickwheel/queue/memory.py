@@ -165,6 +165,9 @@ class MemoryReadyQueue:
     async def fresh_depth(self) -> dict[str, int]:
         return self.depth()
 
+    def failing(self) -> bool:
+        return False  # it lives in this process
+
     async def close(self) -> None:
         """Nothing to release: the queue lives in this process."""
 

@@ -62,15 +62,19 @@ import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from importlib import resources
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from tickwheel.errors import QueueUnavailable
+from tickwheel.outage import Outage
 from tickwheel.queue.base import DEFAULT_STAGE_AHEAD_MS, ReadyItem, wall_ms
 from tickwheel.waiting import wait_event
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+REDIS_FAILURES = (RedisError, OSError)  # Redis away, restarting, or the link cut
 
 DEFAULT_PREFIX = "tickwheel:"
 _RESUBSCRIBE_SECONDS = 1.0
@@ -119,10 +123,13 @@ class RedisReadyQueue:
         self._now_ms = now_ms
         self._prefix = prefix
         self._owns_client = owns_client
-        self._push_script = client.register_script(_PUSH)
-        self._pop_script = client.register_script(_POP)
-        self._heads_script = client.register_script(_HEADS)
-        self._incarnation_script = client.register_script(_INCARNATION)
+        # Every call is told to `health`: a spell of failures is logged there, in a
+        # few lines, and raised as `QueueUnavailable` for callers to treat as expected.
+        self.health = Outage("the ready queue (Redis)", log)
+        self._push_script = self._reported_script(_PUSH)
+        self._pop_script = self._reported_script(_POP)
+        self._heads_script = self._reported_script(_HEADS)
+        self._incarnation_script = self._reported_script(_INCARNATION)
         self._incarnation: bytes | None = None
         self._depth: dict[str, int] = {}
         self.stage_ahead_ms = stage_ahead_ms
@@ -156,6 +163,20 @@ class RedisReadyQueue:
     def depth(self) -> dict[str, int]:
         return dict(self._depth)
 
+    def failing(self) -> bool:
+        return self.health.failing()
+
+    def _reported_script(self, source: str) -> Callable[..., Awaitable[Any]]:
+        script = self._redis.register_script(source)
+
+        async def call(*, args: list[Any]) -> Any:
+            return await self._reported(script(args=args))
+
+        return call
+
+    async def _reported(self, call: Awaitable[T]) -> T:
+        return await self.health.call(call, fails_on=REDIS_FAILURES, raise_as=QueueUnavailable)
+
     async def wiped(self) -> bool:
         found = await self._incarnation_script(args=[self._prefix, uuid.uuid4().hex])
         lost = self._incarnation is not None and found != self._incarnation
@@ -174,7 +195,7 @@ class RedisReadyQueue:
     async def fresh_depth(self) -> dict[str, int]:
         # redis-py 5 types hgetall as maybe-not-awaitable; it is, on an asyncio client
         depths = cast("Awaitable[dict[bytes, bytes]]", self._redis.hgetall(self._prefix + "depth"))
-        counts = await depths
+        counts = await self._reported(depths)
         self._depth = {_text(name): int(n) for name, n in counts.items()}
         return dict(self._depth)
 
@@ -242,7 +263,7 @@ class RedisReadyQueue:
     async def _restore(self, popping: asyncio.Future[_Popped]) -> None:
         try:
             await self.put_back((await popping).items)
-        except RedisError:
+        except QueueUnavailable:
             # Not lost for good: the engine re-queues unclaimed due tasks from the store.
             log.warning("a cancelled pull could not hand its items back", exc_info=True)
 
@@ -291,8 +312,8 @@ class RedisReadyQueue:
                     await pubsub.subscribe(self._prefix + "wake")
                     async for message in pubsub.listen():
                         self._wake(message)
-            except (RedisError, OSError) as exc:
-                log.warning("ready queue notifications interrupted (%s); resubscribing", exc)
+            except REDIS_FAILURES as error:  # Redis away: told by its health
+                self.health.failed(error)
                 await asyncio.sleep(_RESUBSCRIBE_SECONDS)
 
     def _wake(self, message: dict[str, Any]) -> None:

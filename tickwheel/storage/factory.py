@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from tickwheel.errors import StoreUnavailable
 from tickwheel.extras import POSTGRES, require
+from tickwheel.outage import Outage
 from tickwheel.storage.base import Store
 
 
@@ -16,17 +15,17 @@ async def open_store(
     partitions: int,
     migrate: bool = True,
     name: str = "tickwheel",
-    on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+    health: Outage | None = None,
 ) -> Store:
     """The store at `url`, its schema migrated first unless `migrate` is off (PostgreSQL:
     for deployments that run `tickwheel migrate` as a step of their own). `name` names
     this process's connections where the store shows them (PostgreSQL's
-    `application_name`); `on_failure` hears of every store failure raised."""
+    `application_name`); `health` hears how every call went (the store's own if None)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         from tickwheel.storage.sqlite.store import SqliteStore
 
-        store = SqliteStore(sqlite_path(url), partitions=partitions, on_failure=on_failure)
+        store = SqliteStore(sqlite_path(url), partitions=partitions, health=health)
         await store.open()
         return store
     if scheme in ("postgresql", "postgres"):
@@ -38,7 +37,7 @@ async def open_store(
             partitions=partitions,
             migrate=migrate,
             application_name=name,
-            on_failure=on_failure,
+            health=health,
         )
         await pg.open()
         return pg

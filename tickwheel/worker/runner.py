@@ -20,16 +20,18 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from tickwheel.attempt_log import log_failed_attempt
 from tickwheel.clock import Clock, to_datetime
-from tickwheel.engine.dispatch import Dispatcher
 from tickwheel.errors import PermanentFailure, describe
 from tickwheel.log_tally import LogTally
 from tickwheel.models import ClaimedTask, Finish, Outcome
+from tickwheel.outage import log_failure
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
 from tickwheel.waiting import wait_event
 from tickwheel.worker.ahead import ClaimAhead
+from tickwheel.worker.claims import Claims
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.registry import App
 
@@ -51,7 +53,7 @@ class Worker:
         self,
         *,
         app: App,
-        dispatcher: Dispatcher,
+        dispatcher: Claims,
         queue: ReadyQueue,
         clock: Clock,
         worker_id: str | None = None,
@@ -166,8 +168,8 @@ class Worker:
                 return
             try:
                 claimed = await self._dispatcher.claim(items, self.worker_id)
-            except Exception:
-                log.exception("claiming %d tasks failed; they go back on the queue", len(items))
+            except Exception as error:
+                log_failure(log, error, "claiming %d tasks failed; back on the queue", len(items))
                 await self._hand_back(items)
                 await asyncio.sleep(self._poll)
                 return
@@ -189,8 +191,8 @@ class Worker:
             if not self._stopping:
                 raise
             return []  # stopped while waiting for work: nothing was taken
-        except Exception:  # the queue is unreachable (Redis restarting): wait
-            log.exception("pulling from the ready queue failed; retrying")
+        except Exception as error:  # the queue is unreachable (Redis restarting): wait
+            log_failure(log, error, "pulling from the ready queue failed; retrying")
             await asyncio.sleep(self._poll)
             return []
         finally:
@@ -199,8 +201,8 @@ class Worker:
     async def _hand_back(self, items: list[ReadyItem]) -> None:
         try:
             await self._queue.push(items)
-        except Exception:  # still pending in the store: the reconciler releases them again
-            log.exception("could not give %d pulled tasks back to the queue", len(items))
+        except Exception as error:  # still pending in the store: released again later
+            log_failure(log, error, "could not give %d pulled tasks back", len(items))
 
     def _start_claimed(self) -> None:
         """Start claimed tasks while slots are free."""
@@ -283,25 +285,25 @@ class Worker:
                 tries += 1
                 left = (self._lease_until(task) - self._dispatcher.now_ms()) / 1000
                 if left <= 0:
-                    log.exception(
-                        "could not record the end of an attempt before its lease ran out"
-                        " (%d tries); the task will run again",
+                    self._refusals.log(
+                        logging.WARNING,
+                        "end lost",
+                        "could not record the end of task %s before its lease ran out"
+                        " (%d tries, last: %s); it will run again",
+                        task.task_id,
                         tries,
+                        _describe(error),
                         extra=_ids(task),
                     )
                     return
-                if tries == 1:
-                    log.warning(
-                        "could not record the end of an attempt (%s); retrying while its"
-                        " lease lasts (%.1f s)",
-                        _describe(error),
-                        left,
-                        extra=_ids(task),
-                    )
+                if tries == 1:  # a store outage is told by the store's health
+                    log_failure(log, error, "could not record the end of task %s", task.task_id)
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, END_RETRY_MAX_SECONDS)
         if written and tries:
-            log.info("recorded the end of an attempt after %d tries", tries + 1, extra=_ids(task))
+            log.debug("recorded the end of an attempt after %d tries", tries + 1, extra=_ids(task))
+        if written and end.outcome is not Outcome.SUCCEEDED:
+            log_failed_attempt(log, task, end)
         elif not written:
             # After failed tries, an earlier one may have committed with its answer lost.
             maybe = " (or an earlier try recorded it)" if tries else ""

@@ -9,9 +9,9 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from tickwheel import answers
 from tickwheel.api import schemas
 from tickwheel.client import calls
+from tickwheel.wire import answers
 
 ANSWERS = [
     kind

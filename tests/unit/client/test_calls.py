@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tickwheel.api.schemas import TaskIn
+from tickwheel.api.schemas.tasks import TaskIn
 from tickwheel.client import Client, calls, task_body
 from tickwheel.errors import (
     Conflict,

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from tickwheel.engine.recurring import nodes_of, template_of
-from tickwheel.engine.tasks import ScheduleRequest, TaskRequest
 from tickwheel.engine.workflows import WorkflowNode
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import ScheduleType, TaskOptions
+from tickwheel.wire.requests import ScheduleRequest, TaskRequest
 
 
 def test_a_template_reads_back_as_the_same_workflow() -> None:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN, Route, RoutingKeys
+from tickwheel.engine.routing import Route, RoutingKeys
+from tickwheel.models import PRIORITY_MAX, PRIORITY_MIN
 
 SEQ_MAX = (1 << 39) - 1  # the largest seq that leaves 24 bits for the tag in 63 bits
 INT64_MAX = (1 << 63) - 1

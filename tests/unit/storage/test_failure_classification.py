@@ -3,7 +3,6 @@ stood, SQLite's disk full named, and failures tallied for the log."""
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 
 import asyncpg
@@ -11,7 +10,6 @@ import pytest
 from asyncpg import exceptions as pg
 
 from tickwheel.errors import OutcomeUnknown, StorageFull, StoreUnavailable
-from tickwheel.storage.health import FAILING_SECONDS, LOG_EVERY_SECONDS, StoreHealth
 from tickwheel.storage.postgres.failures import Phase, classify
 from tickwheel.storage.sqlite.connection import unavailable
 
@@ -61,26 +59,3 @@ def test_sqlite_names_a_full_disk() -> None:
     locked = sqlite3.OperationalError("database is locked")
     locked.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
     assert type(unavailable(locked)) is StoreUnavailable
-
-
-def test_failures_are_logged_once_per_interval_with_a_tally(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    now = [100.0]
-    health = StoreHealth(now=lambda: now[0])
-    assert not health.failing()
-    with caplog.at_level(logging.WARNING, logger="tickwheel.storage.health"):
-        for _ in range(1000):
-            health.failed(StoreUnavailable("down"))
-            now[0] += 0.001
-        health.failed(StorageFull("full"))
-        assert health.failing()
-        now[0] += LOG_EVERY_SECONDS
-        health.failed(StoreUnavailable("down"))
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 2
-    assert "1 store_unavailable" in lines[0]
-    assert "1 storage_full, 1000 store_unavailable in the last 11 s" in lines[1]
-    assert health.failures == 1002
-    now[0] += FAILING_SECONDS
-    assert not health.failing()

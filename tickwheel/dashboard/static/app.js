@@ -63,8 +63,23 @@ document.getElementById("token-form").addEventListener("submit", (event) => {
 });
 window.addEventListener("hashchange", route);
 route();
+const DEPENDENCIES = { store: "the store", ready_queue: "the ready queue" };
+
+// The dependencies this node found failing: a banner until they answer again.
+function outage(down) {
+  const banner = document.getElementById("outage");
+  banner.hidden = down.length === 0;
+  const names = down.map((name) => DEPENDENCIES[name] ?? name).join(" and ");
+  banner.textContent = `Outage: ${names} ${down.length > 1 ? "do" : "does"} not answer; tasks wait until ${down.length > 1 ? "they are" : "it is"} back.`;
+}
+
 subscribe("/api/stream", (name, data) => {
+  if (name === "outage") {
+    outage(data.outages.length ? data.outages : ["store"]);
+    return;
+  }
   if (name !== "stats") return;
+  outage(data.outages ?? []);
   latest = data;
   update();
 }, live);

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from tickwheel.errors import OutcomeUnknown, StoreUnavailable
+from tickwheel.outage import Outage
 from tickwheel.storage.base import News, Page
 from tickwheel.storage.postgres.failures import Phase, classify, connection_failed
 from tickwheel.storage.postgres.migrate import MIGRATION_LOCK, migrate, pending_migrations
@@ -68,11 +69,12 @@ class PostgresBase:
         pool_size: int = 10,
         migrate: bool = True,
         application_name: str = "tickwheel",
-        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+        health: Outage | None = None,
     ) -> None:
+        """`health`: where the store's failures and answers are told (its own if None)."""
         self.url = url
         self._application_name = application_name[:63]  # PostgreSQL keeps 63 bytes
-        self._on_failure = on_failure
+        self.health = health or Outage("the store", log)
         self._schema = schema
         self._wanted_partitions = partitions
         self._partitions = partitions
@@ -163,7 +165,9 @@ class PostgresBase:
         assert task is not None
         self._running.add(task)
         try:
-            return await self._attempts(work, atomic=atomic)
+            result = await self._attempts(work, atomic=atomic)
+            self.health.succeeded()
+            return result
         finally:
             self._running.discard(task)
             if task in self._interrupted:  # the cancel was ours, and ended as a store error
@@ -205,7 +209,7 @@ class PostgresBase:
                 if again and task not in self._interrupted:
                     unavailable += 1
                     continue
-                self._on_failure(failure)
+                self.health.failed(failure)
                 raise failure from error
             except asyncio.CancelledError:
                 if task in self._interrupted:

@@ -5,16 +5,18 @@ and closing, and the store's clock. The roles (`tasks`, `dispatch`, `schedules`,
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
-from collections.abc import Callable
 from typing import Any
 
-from tickwheel.errors import StoreUnavailable
+from tickwheel.outage import Outage
 from tickwheel.storage.base import Page
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.holder import HolderLock
 from tickwheel.storage.sqlite.queries import DB_NOW_MS, NEVER, q
+
+log = logging.getLogger(__name__)
 
 
 def read_now(db: sqlite3.Connection, name: str) -> list[Any]:
@@ -44,12 +46,14 @@ class SqliteBase:
         path: str,
         *,
         partitions: int = 16,
-        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+        health: Outage | None = None,
     ) -> None:
+        """`health`: where the store's failures and answers are told (its own if None)."""
         self.path = path
+        self.health = health or Outage("the store", log)
         self._wanted_partitions = partitions
-        self._writer = Connection(path, name="writer", on_failure=on_failure)
-        self._reader = Connection(path, name="reader", on_failure=on_failure)
+        self._writer = Connection(path, name="writer", health=self.health)
+        self._reader = Connection(path, name="reader", health=self.health)
         self._partitions = partitions
         self._holder = HolderLock(path)
         self._told_held = False

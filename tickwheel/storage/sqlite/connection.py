@@ -17,6 +17,7 @@ from importlib import resources
 from typing import TypeVar
 
 from tickwheel.errors import StorageFull, StoreUnavailable
+from tickwheel.outage import Outage
 
 T = TypeVar("T")
 
@@ -38,9 +39,9 @@ class Connection:
         path: str,
         *,
         name: str,
-        on_failure: Callable[[StoreUnavailable], None] = lambda error: None,
+        health: Outage,
     ) -> None:
-        self._on_failure = on_failure
+        self._health = health
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sqlite-{name}")
         self._path = path
         self._db: sqlite3.Connection | None = None
@@ -66,9 +67,15 @@ class Connection:
         self._db = db
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work` on the connection's thread."""
+        """Run `work` on the connection's thread; the store's health hears how it went."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, work)
+        try:
+            result = await loop.run_in_executor(self._executor, self._call, work)
+        except StoreUnavailable as failure:
+            self._health.failed(failure)
+            raise
+        self._health.succeeded()
+        return result
 
     async def transaction(
         self, work: Callable[[sqlite3.Connection], T], *, acknowledged: bool = True
@@ -99,9 +106,7 @@ class Connection:
         try:
             return work(self._db)
         except sqlite3.OperationalError as error:  # locked, disk full, I/O: try again later
-            failure = unavailable(error)
-            self._on_failure(failure)
-            raise failure from error
+            raise unavailable(error) from error
 
     def interrupt(self) -> None:
         """Make the statement running now fail ("interrupted"); its transaction is

@@ -1,28 +1,27 @@
-"""Request and response bodies of the HTTP API, validated at the edge.
-
-Every limit a client controls is stated here, so bad input is a 4xx naming its field
-and never reaches the engine.
-"""
+"""Bodies of the task routes (`/api/tasks`, `/api/queues`, `/healthz`)."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
     BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
 )
-from pydantic import Strict as StrictValues
 
+from tickwheel.api.schemas.common import (
+    MAX_BATCH_TASKS,
+    NAME_PATTERN,
+    Strict,
+    StrictFloat,
+    StrictInt,
+    refuse,
+)
 from tickwheel.core import cron
-from tickwheel.engine.routing import PRIORITY_MAX, PRIORITY_MIN
 from tickwheel.ids import UUID_PATTERN
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
@@ -30,35 +29,13 @@ from tickwheel.models import (
     MAX_JITTER_SECONDS,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     reserved_name,
 )
 
-# Numbers and flags are strict: JSON `true` is not 1, and "5" is not 5.
-StrictInt = Annotated[int, StrictValues()]
-StrictFloat = Annotated[float, StrictValues()]  # an integer is still a number
-StrictBool = Annotated[bool, StrictValues()]
-
-
-def _not_a_number(value: Any) -> Any:
-    """A time in a query is ISO 8601: pydantic would also read a number as a Unix time."""
-    if isinstance(value, int | float) or (
-        isinstance(value, str) and re.fullmatch(r"\s*[+-]?[\d.]+(e[+-]?\d+)?\s*", value, re.I)
-    ):
-        raise ValueError("an ISO 8601 date and time with a time zone, not a number")
-    return value
-
-
-# A time given in a query string, such as `created_after`.
-IsoDatetime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
-
-MAX_BATCH_TASKS = 10_000
 EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
-NAME_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class RetryBackoffIn(Strict):
@@ -157,13 +134,13 @@ class TaskIn(Strict):
     @field_validator("task_type")
     @classmethod
     def _not_the_engines_type(cls, value: str) -> str:
-        _refuse(reserved_name(task_type=value))
+        refuse(reserved_name(task_type=value))
         return value
 
     @field_validator("queue")
     @classmethod
     def _not_the_engines_queue(cls, value: str | None) -> str | None:
-        _refuse(reserved_name(queue=value))
+        refuse(reserved_name(queue=value))
         return value
 
 
@@ -257,27 +234,6 @@ class CancelledOut(BaseModel):
     cancelled_instances: int
 
 
-class ProblemOut(BaseModel):
-    field: str
-    message: str
-
-
-class ErrorOut(BaseModel):
-    error: str = Field(
-        description="A stable code: invalid_request, not_found, conflict, "
-        "idempotency_conflict, stale_fence, overloaded, unauthorized, forbidden, "
-        "unknown_route, method_not_allowed, internal"
-    )
-    message: str
-    field: str | None = Field(None, description="The input at fault, e.g. schedule.due_time")
-    problems: list[ProblemOut] | None = Field(
-        None, description="Every invalid input (of a batch, by index: tasks.3.payload)"
-    )
-    task_id: str | None = Field(
-        None, description="For idempotency_conflict: the task first made for the key"
-    )
-
-
 class AdmissionOut(BaseModel):
     """Whether submissions are admitted, and the backlog that decides it."""
 
@@ -318,66 +274,12 @@ class PriorityIn(Strict):
     priority: StrictInt = Field(ge=PRIORITY_MIN, le=PRIORITY_MAX)
 
 
-def _refuse(reason: str | None) -> None:
-    if reason is not None:
-        raise ValueError(reason)
-
-
-class ClaimIn(Strict):
-    worker_id: str = Field(min_length=1, max_length=128)
-    queues: list[str] = Field(default_factory=lambda: ["default"], min_length=1, max_length=64)
-    task_types: list[str] | None = Field(None, min_length=1, max_length=256)
-    max_tasks: StrictInt = Field(10, ge=1, le=256)
-    wait_seconds: StrictFloat = Field(0.0, ge=0, le=30)
-
-    @field_validator("queues", "task_types")
-    @classmethod
-    def _names(cls, value: list[str] | None) -> list[str] | None:
-        for name in value or ():
-            if not 0 < len(name) <= 128 or not re.fullmatch(NAME_PATTERN, name):
-                raise ValueError(f"{name!r} is not a queue or task type name")
-            _refuse(reserved_name(queue=name))
-        return value
-
-
-class ClaimedOut(BaseModel):
-    task_id: str
-    task_type: str
-    payload: Any
-    attempt: int
-    fence: int
-    idempotency_key: str
-    due_time: datetime
-    lease_expires_at: datetime
-    timeout_seconds: float | None
-
-
-class ClaimOut(BaseModel):
-    tasks: list[ClaimedOut]
-
-
-class HeartbeatIn(Strict):
-    fence: StrictInt = Field(ge=0, le=2**62)
-
-
-class CompleteIn(HeartbeatIn):
-    pass
-
-
-class FailIn(HeartbeatIn):
-    error: str = Field(min_length=1, max_length=4000)
-    retryable: StrictBool = True
-
-
-class LeaseOut(BaseModel):
-    task_id: str
-    lease_expires_at: datetime
-
-
-class AttemptEndOut(BaseModel):
-    task_id: str
-    status: str
-    retry_at: datetime | None
+class ReadyOut(BaseModel):
+    ready: bool
+    node_id: str
+    dependencies: dict[str, str | None] = Field(
+        description="Each dependency's problem, or null where it answered in time."
+    )
 
 
 class HealthOut(BaseModel):
@@ -387,163 +289,3 @@ class HealthOut(BaseModel):
     wheel_size: int
     ready: dict[str, int]
     inflight: int
-
-
-class WorkflowTaskIn(TaskIn):
-    """A task of a workflow: a `POST /api/tasks` body with a name, whose `dependencies`
-    are the names of other tasks of the same workflow."""
-
-    name: str = Field(min_length=1, max_length=128, pattern=NAME_PATTERN)
-    dependencies: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
-        default_factory=list,
-        max_length=MAX_DEPENDENCIES,
-        description="Names of tasks of this workflow that must succeed first.",
-    )
-
-    @model_validator(mode="after")
-    def _no_key(self) -> WorkflowTaskIn:
-        if self.idempotency_key is not None:
-            raise ValueError("idempotency_key is not for the tasks of a workflow")
-        return self
-
-
-class WorkflowIn(Strict):
-    name: str = Field("workflow", min_length=1, max_length=128)
-    tasks: list[WorkflowTaskIn] = Field(min_length=1, max_length=MAX_BATCH_TASKS)
-    idempotency_key: str | None = Field(
-        None,
-        min_length=1,
-        max_length=256,
-        description="Names one workflow: submitting again with the same key stores "
-        "nothing and returns the workflow stored first.",
-    )
-
-
-class RecurringWorkflowIn(WorkflowIn):
-    schedule: ScheduleIn = Field(
-        description="A cron schedule (type cron): each fire time launches the whole workflow."
-    )
-    idempotency_key: str | None = Field(
-        None,
-        min_length=1,
-        max_length=256,
-        description="Repeating a request with the same key within the window returns the "
-        "schedule first created for it.",
-    )
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, value: ScheduleIn) -> ScheduleIn:
-        if value.type != "cron":
-            raise ValueError("a recurring workflow's schedule has type cron")
-        return value
-
-
-class WorkflowNodeOut(BaseModel):
-    name: str
-    task_id: str
-    task_type: str
-    status: str
-    dependencies: list[str]
-    ordering_key: str | None = None
-    attempts: int
-    started_at: datetime | None
-    completed_at: datetime | None
-    last_error: str | None
-
-
-class WorkflowOut(BaseModel):
-    workflow_id: str
-    name: str
-    status: str = Field(description="running, succeeded, failed or cancelled")
-    created_at: datetime
-    counts: dict[str, int] = Field(description="How many of its tasks are in each status")
-    tasks: list[WorkflowNodeOut]
-
-
-class WorkflowCancelledOut(BaseModel):
-    ok: bool
-    cancelled: int
-
-
-class InstanceOut(BaseModel):
-    task_id: str
-    status: str
-    due_time: datetime
-    ended_at: datetime | None
-
-
-class ScheduleSummaryOut(BaseModel):
-    schedule_id: str
-    task_type: str
-    cron_expression: str
-    timezone: str
-    jitter_seconds: int
-    status: str = Field(description="active, paused or cancelled")
-    queue: str
-    priority: int
-    misfire_policy: str
-    overlap_policy: str
-    created_at: datetime
-    next_fire_time: datetime | None = Field(
-        description="The due time of its pending instance; null when paused or there is none"
-    )
-    current_instance_id: str | None
-    last_run: InstanceOut | None = Field(
-        description="The instance fired before the current one, with its outcome so far"
-    )
-
-
-class SchedulePage(BaseModel):
-    schedules: list[ScheduleSummaryOut]
-    next_token: str | None
-
-
-class WorkflowSummaryOut(BaseModel):
-    workflow_id: str
-    name: str
-    status: str = Field(description="running, succeeded, failed or cancelled")
-    created_at: datetime
-    task_count: int
-    counts: dict[str, int] = Field(
-        description="How many of its tasks are in each stored status (ready ones count "
-        "as pending here; GET /api/workflows/{id} tells them apart)"
-    )
-
-
-class WorkflowPage(BaseModel):
-    workflows: list[WorkflowSummaryOut]
-    next_token: str | None
-
-
-class PartitionLeaseOut(BaseModel):
-    partition: int
-    epoch: int
-    lease_expires_at: datetime
-
-
-class SchedulerNodeOut(BaseModel):
-    node_id: str
-    heartbeat_expires_at: datetime | None = Field(
-        description="Null for a node that does not heartbeat (embedded mode: one node "
-        "holds every partition)"
-    )
-    partitions: list[PartitionLeaseOut]
-
-
-class WorkerOut(BaseModel):
-    worker_id: str
-    kind: str = Field(description="in_process, or http for a worker over the worker protocol")
-    queues: list[str]
-    inflight: int = Field(description="Its tasks running now")
-    concurrency: int | None = Field(description="Null for a worker over HTTP")
-    started_at: datetime
-    last_heartbeat_at: datetime
-    expires_at: datetime
-
-
-class NodesOut(BaseModel):
-    partition_count: int
-    unowned_partitions: list[int]
-    schedulers: list[SchedulerNodeOut]
-    workers: list[WorkerOut]

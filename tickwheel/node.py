@@ -12,14 +12,13 @@ import logging
 import uuid
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import Unpack
 
-from tickwheel.clock import Clock, ClusterClock, to_ms
+from tickwheel.clock import Clock, ClusterClock
 from tickwheel.config import Role, Settings
-from tickwheel.core import cron
-from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
+from tickwheel.engine import readiness
 from tickwheel.engine.admission import SAMPLE_SECONDS, Admission
 from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
@@ -30,7 +29,7 @@ from tickwheel.engine.recurring import RecurringWorkflows
 from tickwheel.engine.remote import RemoteWorkers
 from tickwheel.engine.retention import retention_for
 from tickwheel.engine.schedules import CronResolver
-from tickwheel.engine.tasks import ScheduleRequest, Submitted, TaskRequest, TaskService
+from tickwheel.engine.tasks import Submitted, TaskService
 from tickwheel.engine.timekeeper import Timekeeper
 from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.engine.workflows import (
@@ -38,7 +37,6 @@ from tickwheel.engine.workflows import (
     WorkflowService,
     WorkflowView,
 )
-from tickwheel.errors import InvalidRequest
 from tickwheel.metrics import prometheus
 from tickwheel.metrics.base import FLUSH_SECONDS, MetricsStore
 from tickwheel.metrics.factory import open_metrics
@@ -46,20 +44,18 @@ from tickwheel.metrics.recorder import Recorder
 from tickwheel.metrics.window import EndedTally
 from tickwheel.models import (
     ENGINE_QUEUE,
-    SUBMIT_OPTIONS,
     WORKFLOW_TASK_TYPE,
     ScheduleOptions,
-    ScheduleType,
     SubmitOptions,
     TaskOptions,
-    reserved_name,
 )
+from tickwheel.outage import Outage
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, Store
 from tickwheel.storage.factory import open_store
-from tickwheel.storage.health import StoreHealth
+from tickwheel.wire.requests import TaskRequest, request_of, schedule_of
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
 from tickwheel.worker.http_policy import HttpPolicy
@@ -99,7 +95,7 @@ class Node:
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Recorder(self.clock)
-        self.store_health = StoreHealth()
+        self.store_health = Outage("the store", log)
         self._timekeeper: Timekeeper | None = None
 
     async def start(self) -> None:
@@ -111,7 +107,7 @@ class Node:
             partitions=s.partitions,
             migrate=s.migrate,
             name=f"tickwheel-{self.node_id}",
-            on_failure=self.store_health.failed,
+            health=self.store_health,
         )
         try:  # from here on, a failure closes the store again (a bad Redis URL, say)
             if isinstance(self.clock, ClusterClock):
@@ -222,6 +218,7 @@ class Node:
             max_depth=s.max_ready_depth,
             max_drain_seconds=s.max_drain_seconds,
             store_failing=self.store_health.failing,
+            queue_failing=self.queue.failing,
         )
         self._start_metrics()
         if self._timekeeper is not None:
@@ -350,6 +347,12 @@ class Node:
     def _local_watermark(self, partition: int) -> int | None:
         return self.trigger.triggered_until if partition in self.trigger.partitions else None
 
+    def outages(self) -> list[str]:
+        """The dependencies this node's calls found failing a moment ago."""
+        return readiness.outages(
+            store_failing=self.store_health.failing(), queue_failing=self.queue.failing()
+        )
+
     def interrupt(self) -> None:
         """The grace is running out: fail the store work running now, so that whoever
         waits on it learns what was stored (see `Store.interrupt`)."""
@@ -426,7 +429,7 @@ class Node:
         unknown = options.keys() - ScheduleOptions.__annotations__.keys()
         if unknown:
             raise TypeError(f"unknown schedule options: {', '.join(sorted(unknown))}")
-        schedule = _schedule_of(cast(SubmitOptions, {"cron": cron, **options}))
+        schedule = schedule_of(cast(SubmitOptions, {"cron": cron, **options}))
         return await self.recurring.schedule(
             flow.name,
             self._nodes_of(flow),
@@ -444,89 +447,19 @@ class Node:
         ]
 
     def request_of(self, task_type: str, payload: Any, options: SubmitOptions) -> TaskRequest:
-        unknown = options.keys() - SUBMIT_OPTIONS
-        if unknown:
-            raise TypeError(f"unknown submit options: {', '.join(sorted(unknown))}")
-        for field, name in (("task_type", task_type), ("queue", options.get("queue"))):
-            reason = reserved_name(**{field: name})
-            if reason is not None:
-                raise InvalidRequest(field, reason)
-        base, cap = options.get("retry_backoff", (None, None))
-        task_options = self.default_options(
-            task_type,
-            queue=options.get("queue"),
-            priority=options.get("priority"),
-            max_retries=options.get("max_retries"),
-            backoff_base_seconds=base,
-            backoff_max_seconds=cap,
-            timeout_seconds=options.get("timeout_seconds"),
-        )
-        return TaskRequest(
-            task_type,
-            payload,
-            _schedule_of(options),
-            task_options,
-            options.get("idempotency_key"),
-            tuple(options.get("dependencies", ())),
-            options.get("ordering_key"),
-        )
+        """The engine's request for a task submitted with `options` (those of `submit`)."""
+        return request_of(task_type, payload, options, self.type_options)
 
     async def _push_ready(self, items: list[ReadyItem]) -> None:
         await self.queue.push(items)
         self.metrics.released(items)
 
-    def default_options(self, task_type: str, **given: Any) -> TaskOptions:
-        """A task's options: what it sets, else its type's defaults, else Tickwheel's."""
-        base = self._type_options.get(task_type, DEFAULT_OPTIONS)
-        overrides = {k: v for k, v in given.items() if v is not None}
-        return replace(base, **overrides) if overrides else base
+    def type_options(self, task_type: str) -> TaskOptions:
+        """The options a task of this type has unless its submission sets them."""
+        return self._type_options.get(task_type, DEFAULT_OPTIONS)
 
 
 DEFAULT_OPTIONS = TaskOptions()
-
-
-def _schedule_of(options: SubmitOptions) -> ScheduleRequest:
-    if "cron" in options:
-        try:
-            spec = CronSpec(
-                options["cron"], options.get("timezone", "UTC"), options.get("jitter_seconds", 0)
-            )
-        except ValueError as error:
-            raise InvalidRequest(_cron_field(error), str(error)) from None
-        return ScheduleRequest(
-            ScheduleType.CRON,
-            cron=spec,
-            misfire=_choice(MisfirePolicy, "misfire_policy", options.get("misfire_policy")),
-            overlap=_choice(OverlapPolicy, "overlap_policy", options.get("overlap_policy")),
-        )
-    if "due_time" in options:
-        try:
-            due_ms = to_ms(options["due_time"])
-        except ValueError as error:
-            raise InvalidRequest("due_time", str(error)) from None
-        return ScheduleRequest(ScheduleType.DELAYED, due_ms=due_ms)
-    if "delay_seconds" in options:
-        return ScheduleRequest(ScheduleType.DELAYED, delay_seconds=options["delay_seconds"])
-    return ScheduleRequest(ScheduleType.IMMEDIATE)
-
-
-def _cron_field(error: ValueError) -> str:
-    if isinstance(error, cron.UnknownTimezone):
-        return "timezone"
-    return "cron" if isinstance(error, cron.InvalidCronExpression) else "jitter_seconds"
-
-
-E = TypeVar("E", MisfirePolicy, OverlapPolicy)
-
-
-def _choice(kind: type[E], name: str, value: str | None) -> E:
-    if value is None:
-        return next(iter(kind))  # the first member is the default
-    try:
-        return kind(value)
-    except ValueError:
-        allowed = ", ".join(kind)
-        raise InvalidRequest(name, f"{value!r} is not one of {allowed}") from None
 
 
 def _options_of(kind: TaskType) -> TaskOptions:

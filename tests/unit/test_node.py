@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from tickwheel import node as node_module
 from tickwheel.config import Settings
-from tickwheel.engine import node as node_module
-from tickwheel.engine.node import Node
+from tickwheel.node import Node
 from tickwheel.storage.base import Store
 
 

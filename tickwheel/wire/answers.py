@@ -2,7 +2,7 @@
 pass.
 
 Light on purpose: a program that only submits imports this, not the API's pydantic
-schemas (FastAPI, the engine). `tickwheel/api/schemas.py` states the same shapes for
+schemas (FastAPI, the engine). `tickwheel/api/schemas/` states the same shapes for
 the server; `tests/unit/client/test_answers.py` holds the two to the same fields. A field
 the server adds is ignored here until a client reads it.
 """
