@@ -59,7 +59,9 @@ def submit(
         int | None, typer.Option(help="Retries after the first attempt.")
     ] = None,
     queue: Annotated[str | None, typer.Option(help="The queue its workers pull.")] = None,
-    priority: Annotated[int | None, typer.Option(help="-100..100, higher first.")] = None,
+    priority: Annotated[
+        int | None, typer.Option(min=-100, max=100, help="-100..100, higher first.")
+    ] = None,
     timeout_seconds: Annotated[
         float | None, typer.Option(help="An attempt running longer fails.")
     ] = None,
