@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ def _token(db: Path, scopes: str) -> str:
         timeout=30,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return str(json.loads(done.stdout)["token"])  # JSON when not on a terminal
 
 
 def test_scopes_gate_every_route_once_a_token_exists(
