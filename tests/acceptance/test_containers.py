@@ -118,7 +118,7 @@ def test_compose_runs_every_role_with_a_health_check_in_order() -> None:
     assert len({s["image"] for s in ours.values()}) == 1  # one image for every role
     for name, service in services.items():
         if ours.get(name, {}).get("command") == ["migrate"]:
-            assert service["restart"] == "no", "migrate runs once"
+            assert service["restart"] == "on-failure", "migrate runs until it succeeds"
             assert service["depends_on"] == {"postgres": {"condition": "service_healthy"}}
             continue
         assert health_test(service), name
@@ -360,12 +360,14 @@ def pull(engine: Engine, images: BaseImages) -> None:
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[str]:
     """The compose cluster, under a project name and an image tag of its own, on a free
-    port; its containers, network, volume and image removed afterwards."""
+    port; its containers, network, volumes and images removed afterwards (and nothing
+    else: every one is found by the project's name or the build's label)."""
     engine = find_engine()
     images = BaseImages.chosen()
     pull(engine, images)
     project = f"tickwheel-test-{uuid.uuid4().hex[:8]}"
     image = f"localhost/{project}:latest"
+    label = f"tickwheel.test={project}"
     port = free_port()
     engine = Engine(
         engine.name,
@@ -379,24 +381,41 @@ def cluster(tmp_path: Path) -> Iterator[str]:
             "TICKWHEEL_REDIS_IMAGE": images.redis,
         },
     )
-    built = engine(
-        "build", *(["--format", "docker"] if engine.name == "podman" else []),
-        "--build-arg", f"PYTHON_IMAGE={images.python}", "-t", image, ".", timeout=600,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    podman = ["--format", "docker", "--layers=false"] if engine.name == "podman" else []
     try:
+        built = engine(
+            "build", *podman, "--label", label, "--build-arg", f"PYTHON_IMAGE={images.python}",
+            "-t", image, ".", timeout=900,
+        )  # fmt: skip
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
         up = engine.compose_run(project, "up", "-d")
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         yield f"http://127.0.0.1:{port}"
-    except BaseException:
+    finally:
         logs = engine.compose_run(project, "logs", timeout=60)
         (tmp_path / "compose.log").write_text(logs.stdout + logs.stderr)
-        print(f"compose logs: {tmp_path / 'compose.log'}")
-        raise
-    finally:
-        down = engine.compose_run(project, "down", "-v", "-t", "10")
-        engine("rmi", "-f", image)
-        assert down.returncode == 0, down.stderr[-3000:]
+        print(f"the cluster's logs: {tmp_path / 'compose.log'}")
+        remove(engine, project, label)
+
+
+def remove(engine: Engine, project: str, label: str) -> None:
+    """What the test made: the project's containers with their volumes (the image's
+    /data, anonymous, included), its network, and the images built with `label`."""
+    found = engine("ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}")
+    containers = found.stdout.split()
+    mounts = '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}'
+    volumes = engine("inspect", "--format", mounts, *containers).stdout.split()
+    down = engine.compose_run(project, "down", "-v", "-t", "10")
+    if containers:
+        engine("rm", "-f", "-v", *containers)
+    if volumes:
+        engine("volume", "rm", "-f", *volumes)
+    if engine("network", "exists", f"{project}_default").returncode == 0:
+        engine("network", "rm", "-f", f"{project}_default")  # podman-compose 1.0 leaves it
+    built = engine("images", "-a", "-q", "--filter", f"label={label}").stdout.split()
+    if built:
+        engine("rmi", "-f", *built)
+    assert down.returncode == 0, down.stderr[-3000:]
 
 
 @pytest.mark.slow
