@@ -31,8 +31,8 @@ ENV PATH=/opt/tickwheel/bin:$PATH \
     TICKWHEEL_HOST=0.0.0.0 \
     TICKWHEEL_PORT=8700 \
     TICKWHEEL_DATABASE_URL=sqlite:////data/tickwheel.db
-RUN groupadd --system --gid 10001 tickwheel \
- && useradd --system --uid 10001 --gid tickwheel --home-dir /data --no-create-home \
+RUN groupadd --gid 10001 tickwheel \
+ && useradd --uid 10001 --gid tickwheel --home-dir /data --no-create-home \
       --shell /usr/sbin/nologin tickwheel \
  && mkdir /data && chown tickwheel:tickwheel /data
 COPY --from=build /opt/tickwheel /opt/tickwheel

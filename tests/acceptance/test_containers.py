@@ -357,8 +357,41 @@ def pull(engine: Engine, images: BaseImages) -> None:
         skip(f"{engine.name} cannot run a container of {images.python}: {last_line(ran)}")
 
 
+@dataclass(frozen=True)
+class Cluster:
+    url: str
+    engine: Engine
+    project: str
+
+    def states(self) -> dict[str, str]:
+        """Each service's container: `healthy`, `unhealthy` or `starting`, and for
+        migrate `exited N` or `running`. Podman runs health checks from systemd timers,
+        which may not run here: it is asked to run each check now."""
+        found = self.engine("ps", "-a", "-q", "--filter", f"label={PROJECT_LABEL}={self.project}")
+        states = {}
+        for container in found.stdout.split():
+            service, running, code, health = self.engine(
+                "inspect", "--format", INSPECTED, container
+            ).stdout.split("|")
+            if service == "migrate":
+                states[service] = "running" if running == "true" else f"exited {code}"
+            elif self.engine.name == "podman":
+                ran = self.engine("healthcheck", "run", container, timeout=30)
+                states[service] = "healthy" if ran.returncode == 0 else "unhealthy"
+            else:
+                states[service] = health.strip() or "no health check"
+        return states
+
+
+PROJECT_LABEL = "com.docker.compose.project"
+INSPECTED = (
+    '{{index .Config.Labels "com.docker.compose.service"}}|{{.State.Running}}'
+    "|{{.State.ExitCode}}|{{if .State.Health}}{{.State.Health.Status}}{{end}}"
+)
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[str]:
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
     """The compose cluster, under a project name and an image tag of its own, on a free
     port; its containers, network, volumes and images removed afterwards (and nothing
     else: every one is found by the project's name or the build's label)."""
@@ -390,7 +423,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
         assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
         up = engine.compose_run(project, "up", "-d")
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        yield f"http://127.0.0.1:{port}"
+        yield Cluster(f"http://127.0.0.1:{port}", engine, project)
     finally:
         logs = engine.compose_run(project, "logs", timeout=60)
         (tmp_path / "compose.log").write_text(logs.stdout + logs.stderr)
@@ -401,7 +434,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
 def remove(engine: Engine, project: str, label: str) -> None:
     """What the test made: the project's containers with their volumes (the image's
     /data, anonymous, included), its network, and the images built with `label`."""
-    found = engine("ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}")
+    found = engine("ps", "-a", "-q", "--filter", f"label={PROJECT_LABEL}={project}")
     containers = found.stdout.split()
     mounts = '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}'
     volumes = engine("inspect", "--format", mounts, *containers).stdout.split()
@@ -420,23 +453,27 @@ def remove(engine: Engine, project: str, label: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_the_compose_cluster_runs_a_task(cluster: str) -> None:
+def test_the_compose_cluster_runs_a_task(cluster: Cluster) -> None:
     deadline = time.monotonic() + 300
     while True:  # the API's container starts once migrate has run
         try:
-            if httpx.get(f"{cluster}/healthz", timeout=2).status_code == 200:
+            if httpx.get(f"{cluster.url}/healthz", timeout=2).status_code == 200:
                 break
         except httpx.HTTPError:
             pass
         assert time.monotonic() < deadline, "the API did not answer on its published port"
         time.sleep(1)
-    with Client(cluster) as client:
+    with Client(cluster.url) as client:
         task = client.submit("noop", {"from": "compose"})
         assert client.wait(task.task_id, timeout_seconds=120).status == "succeeded"
     while True:  # both schedulers share the partitions; the worker is alive
-        nodes = httpx.get(f"{cluster}/api/nodes", timeout=5).json()
+        nodes = httpx.get(f"{cluster.url}/api/nodes", timeout=5).json()
         held = [len(s["partitions"]) for s in nodes["schedulers"]]
         if len(held) == 2 and all(held) and nodes["workers"]:
             break
         assert time.monotonic() < deadline, f"the cluster's nodes: {nodes}"
         time.sleep(1)
+    expected = {name: "healthy" for name in compose()["services"]} | {"migrate": "exited 0"}
+    while (states := cluster.states()) != expected:
+        assert time.monotonic() < deadline, f"the services: {states}"
+        time.sleep(2)
