@@ -349,12 +349,18 @@ def pull(engine: Engine, images: BaseImages) -> None:
     for image in (images.python, images.postgres, images.redis):
         if engine("image", "inspect", image).returncode == 0:
             continue
-        pulled = engine("pull", image, timeout=600)
+        try:
+            pulled = engine("pull", image, timeout=600)
+        except subprocess.TimeoutExpired:
+            skip(f"{engine.name} cannot pull {image}: no answer in 600 s")
         if pulled.returncode != 0:
             skip(f"{engine.name} cannot pull {image}: {last_line(pulled)}")
     ran = engine("run", "--rm", images.python, "python", "-c", "print('ok')")
     if ran.returncode != 0 or ran.stdout.strip() != "ok":
-        skip(f"{engine.name} cannot run a container of {images.python}: {last_line(ran)}")
+        skip(
+            f"{engine.name} cannot run a container of {images.python}: {last_line(ran)}"
+            " (scripts/container-standins.sh writes a CONTAINERS_CONF that may)"
+        )
 
 
 @dataclass(frozen=True)
