@@ -23,6 +23,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -218,8 +219,8 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("image")
     context = copy_checkout(folder / "context", keep=in_build_context)
     built = run(
-        "python", "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", folder / "wheels",
-        context, cwd=folder, timeout=180,
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+        "--wheel-dir", folder / "wheels", context, cwd=folder, timeout=180,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
     [wheel] = (folder / "wheels").glob("tickwheel-*.whl")
