@@ -13,9 +13,9 @@
 # defaults cannot start a container here, a CONTAINERS_CONF that can (runc instead of
 # crun on a hybrid cgroup hierarchy; limits no higher than this process's own, for a
 # root without CAP_SYS_RESOURCE). Needs root, podman and debootstrap (apt-get install
-# podman podman-compose runc debootstrap); about 3 minutes and 1 GB. Nothing of it runs
-# in `make test`. `podman rmi` the three tags (and localhost/tickwheel-standin/base)
-# to remove them.
+# podman podman-compose runc iptables debootstrap: podman's netavark needs iptables);
+# about 3 minutes and 1 GB. Nothing of it runs in `make test`. `podman rmi` the three
+# tags (and localhost/tickwheel-standin/base) to remove them.
 set -euo pipefail
 
 say() { echo "container-standins: $*" >&2; }
