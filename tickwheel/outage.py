@@ -23,8 +23,8 @@ from tickwheel.errors import StoreUnavailable, describe
 T = TypeVar("T")
 
 REMIND_SECONDS = 30.0
-# A dependency that failed this recently is taken as failing still: failures and
-# successes interleave during an outage (a pool reconnecting, some calls getting through).
+# A dependency whose last call failed is taken as failing for this long after, unless a
+# call goes through meanwhile (then it is back: submissions need not wait for it).
 FAILING_SECONDS = 5.0
 SETTLE_SECONDS = 1.0
 
@@ -46,6 +46,7 @@ class Outage:
         self._since: float | None = None  # when the spell began; None: no spell
         self._told = 0.0  # when the spell's last line was logged
         self._last_failure: float | None = None
+        self._last_answer = float("-inf")  # when a call last went through
         self._causes: Counter[str] = Counter()  # in the spell
         self.failures = 0  # ever: for tests and metrics
 
@@ -70,6 +71,7 @@ class Outage:
     def succeeded(self) -> None:
         """A call went through: a spell, if one was on, is over once no call failed for
         `SETTLE_SECONDS` (calls sent before the failure can still succeed after it)."""
+        self._last_answer = self._now()
         if self._since is None or self._now() - (self._last_failure or 0) < SETTLE_SECONDS:
             return
         self._log.warning(
@@ -100,9 +102,11 @@ class Outage:
         return answer
 
     def failing(self) -> bool:
-        """Whether a call failed within the last `FAILING_SECONDS`."""
+        """Whether the last call failed, within the last `FAILING_SECONDS`."""
         last = self._last_failure
-        return last is not None and self._now() - last < FAILING_SECONDS
+        if last is None or last < self._last_answer:
+            return False
+        return self._now() - last < FAILING_SECONDS
 
 
 def _cause(error: BaseException) -> str:

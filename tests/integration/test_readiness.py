@@ -76,6 +76,11 @@ async def test_readiness_fails_while_redis_is_down_and_recovers(
         return (await api.post("/api/tasks", json={"task_type": "noop"})).status_code == 201
 
     await eventually(admitted)
+
+    async def back_is_told() -> bool:
+        return any("ready queue (Redis) is available again" in m for m in caplog.messages)
+
+    await eventually(back_is_told)  # once calls went through for a second
     told = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert not any(r.exc_info for r in told), [r.getMessage() for r in told]
     assert len(told) <= 6, [r.getMessage() for r in told]  # a handful, not one per call

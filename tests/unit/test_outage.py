@@ -81,3 +81,16 @@ def test_failing_while_failures_are_recent() -> None:
     assert outage.failing()
     ticks.now += FAILING_SECONDS
     assert not outage.failing()
+
+
+def test_a_call_that_goes_through_ends_failing_at_once() -> None:
+    """Submissions are refused while the queue is down, not for seconds after it is back."""
+    ticks = Ticks()
+    outage = Outage("the ready queue", log, now=ticks)
+    outage.failed(ConnectionRefusedError())
+    ticks.now += 0.5
+    assert outage.failing()
+    outage.succeeded()
+    assert not outage.failing()
+    outage.failed(ConnectionRefusedError())
+    assert outage.failing()
