@@ -45,7 +45,8 @@ async def run_through_an_outage(
 ) -> None:
     """Submit, cut the store off from the worker while tasks are ending, restore it, and
     check that every task succeeded having run exactly once."""
-    with caplog.at_level(logging.INFO, logger="tickwheel.worker.runner"):
+    # At debug: the outage itself is told by the store's `Outage`, the retries quietly.
+    with caplog.at_level(logging.DEBUG, logger="tickwheel.worker.runner"):
         ids = [(await submitter.submit("work", i)).task_id for i in range(TASKS)]
         await until(lambda: len(runs) >= 10)
         cut()

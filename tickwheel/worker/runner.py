@@ -297,7 +297,12 @@ class Worker:
                     )
                     return
                 if tries == 1:  # a store outage is told by the store's health
-                    log_failure(log, error, "could not record the end of task %s", task.task_id)
+                    log_failure(
+                        log,
+                        error,
+                        "could not record the end of task %s; retrying while its lease lasts",
+                        task.task_id,
+                    )
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, END_RETRY_MAX_SECONDS)
         if written and tries:
