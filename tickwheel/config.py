@@ -33,9 +33,9 @@ class Settings:
     partitions: int = 16
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 64
-    # The most tasks a worker claims ahead of free slots, as its start rate asks
-    # (empty: up to 4 per slot of its concurrency; 0: never ahead).
-    prefetch: int | None = None
+    # The most tasks a worker claims ahead of free slots, as its start rate asks (0: off;
+    # see `Worker`).
+    prefetch: int = 0
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
     # Share the partitions with the other scheduler nodes alive (distributed mode);

@@ -17,12 +17,22 @@ from collections.abc import Callable
 WINDOW_SECONDS = 0.5  # starts are counted over windows this long
 FETCHES_AHEAD = 2  # claim what will start within this many fetches' time
 SMOOTHING = 0.5  # weight of the newest window and fetch in the running averages
+LEASE_SHARE = 0.25  # claimed ahead: what starts within this share of a lease
 
 
 class ClaimAhead:
-    def __init__(self, most: int, now: Callable[[], float] = time.monotonic) -> None:
-        """`most`: the most claimed ahead at once (0: never ahead of a free slot)."""
+    def __init__(
+        self,
+        most: int,
+        now: Callable[[], float] = time.monotonic,
+        *,
+        lease_seconds: float | None = None,
+    ) -> None:
+        """`most`: the most claimed ahead at once (0: never ahead of a free slot).
+        `lease_seconds`: a claimed task must start well within its lease: no more is
+        claimed ahead than starts within a quarter of it."""
         self.most = most
+        self._lease_seconds = lease_seconds
         self._now = now
         self._window_start = now()
         self._starts = 0  # in the current window
@@ -40,8 +50,10 @@ class ClaimAhead:
 
     def amount(self) -> int:
         self._roll()
-        wanted = self._rate * self._fetch_seconds * FETCHES_AHEAD
-        return min(self.most, math.ceil(wanted))
+        wanted = math.ceil(self._rate * self._fetch_seconds * FETCHES_AHEAD)
+        if self._lease_seconds is not None:
+            wanted = min(wanted, round(self._rate * self._lease_seconds * LEASE_SHARE))
+        return min(self.most, wanted)
 
     def _roll(self) -> None:
         now = self._now()

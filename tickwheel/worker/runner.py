@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
 MAX_FETCHES = 4  # pulls and claims in flight at once while the queue has depth
-AHEAD_PER_SLOT = 4  # the most claimed ahead by default, per slot (the rate decides)
 END_RETRY_FIRST_SECONDS = 0.05  # an end the store could not take: first wait, doubling
 END_RETRY_MAX_SECONDS = 1.0
 
@@ -59,7 +58,7 @@ class Worker:
         worker_id: str | None = None,
         queues: Collection[str] = ("default",),
         concurrency: int = 64,
-        prefetch: int | None = None,
+        prefetch: int = 0,
         batch_size: int = 256,
         poll_seconds: float = 1.0,
         threads: int = 16,
@@ -67,16 +66,17 @@ class Worker:
         report_seconds: float = 5.0,
     ) -> None:
         """`prefetch`: the most tasks claimed ahead of free slots, so that the round
-        trips of pulling and claiming overlap with running (None: up to AHEAD_PER_SLOT
-        per slot; 0: never). How many are claimed ahead follows the start rate
-        (`ClaimAhead`), so long tasks are not held back behind running ones."""
+        trips of pulling and claiming overlap with running (0: never). How many are
+        claimed ahead follows the start rate (`ClaimAhead`), so long tasks are not held
+        back behind running ones. Off by default: with it on, a loaded machine's
+        failover test still saw tasks released late (issue 13)."""
         self._app = app
         self._dispatcher = dispatcher
         self._queue = queue
         self.worker_id = worker_id or default_worker_id()
         self._queues = tuple(queues)
         self._concurrency = concurrency
-        self._ahead = ClaimAhead(AHEAD_PER_SLOT * concurrency if prefetch is None else prefetch)
+        self._ahead = ClaimAhead(prefetch, lease_seconds=dispatcher.lease_ms / 1000)
         self._batch_size = batch_size
         self._poll = poll_seconds
         self._threads = ThreadPoolExecutor(threads, thread_name_prefix="tickwheel-task")

@@ -64,3 +64,13 @@ def test_the_rate_falls_when_work_stops() -> None:
     ahead.started(0)
     run(ahead, ticks, per_second=0, seconds=2)
     assert ahead.amount() < busy / 8
+
+
+def test_a_claimed_task_starts_within_a_quarter_of_its_lease() -> None:
+    """Under load a fetch slows down; what it claims ahead must still start long
+    before its lease runs out, heartbeats or not."""
+    ticks = Ticks()
+    ahead = ClaimAhead(10_000, ticks, lease_seconds=2)
+    ahead.fetched(1.5)  # a saturated machine
+    run(ahead, ticks, per_second=1000, seconds=2)
+    assert ahead.amount() == 500  # 1,000/s x 2 s x 1/4, not 1,000/s x 1.5 s x 2
