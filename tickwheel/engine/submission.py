@@ -187,7 +187,11 @@ class Submissions:
         if not all(t.direct for t in tasks):
             self._on_committed()
         await self._push_direct(tasks, held, now)
-        submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
+        # Each as stored: blocked while it waits on predecessors, pending otherwise.
+        submitted = [
+            Submitted(t.task_id, h.status or Status.PENDING, t.due_ms)
+            for t, h in zip(tasks, held, strict=True)
+        ]
         repeats = [i for i, h in enumerate(held) if h.repeat]
         if repeats:
             await self._point_repeats_at_originals(submitted, held, repeats)

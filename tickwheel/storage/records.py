@@ -116,6 +116,9 @@ class Held(NamedTuple):
     seq: int
     task_id: str
     repeat: bool = False
+    # The status the task was stored with (blocked while it waits on predecessors);
+    # None for a repeat, whose original may have moved on since.
+    status: Status | None = None
 
 
 class Fence(NamedTuple):
