@@ -1319,6 +1319,20 @@ async def test_dependencies_on_ended_tasks_are_settled_at_insert(store: Store) -
     assert not await store.has_propagations(T0 + DAY)
 
 
+async def test_predecessors_are_read_with_their_statuses_now(store: Store) -> None:
+    a, b, c, free = await store.insert_tasks(
+        [new_task("a"), new_task("b"), after("c", "task-b", "task-a"), new_task("free")]
+    )
+    await store.finish([success(await claim(store, a), at=T0 + 1)])
+    await claim(store, b)
+
+    found = await store.predecessors(c)
+
+    assert found == [("task-a", Status.SUCCEEDED), ("task-b", Status.RUNNING)]
+    assert found[0].task_id == "task-a" and found[1].status is Status.RUNNING
+    assert await store.predecessors(free) == []
+
+
 async def test_an_unknown_predecessor_rejects_the_insert(store: Store) -> None:
     with pytest.raises(RejectedItems) as rejected:
         await store.insert_tasks([new_task("fine"), after("orphan", "task-nowhere")])
@@ -1359,6 +1373,16 @@ async def test_tasks_of_one_key_are_claimed_one_at_a_time_in_due_order(store: St
     assert late in [r.seq for r in rows]  # the loader finds it again
     assert await claim_all(store, [late], now=T0 + 3) == [late]
     assert await store.propagate(T0 + 4) == (0, 0, False)  # twice: nothing changes
+
+
+async def test_the_holder_of_an_ordering_key_is_read_by_its_task_id(store: Store) -> None:
+    a, b = await store.insert_tasks([in_line("a", due=T0), in_line("b", due=T0 + 1)])
+    assert await store.ordering_key_holder("account-7") is None  # nobody claimed yet
+    await claim(store, a)
+    assert await claim_all(store, [b], now=T0 + 2) == []
+
+    assert await store.ordering_key_holder("account-7") == "task-a"
+    assert await store.ordering_key_holder("account-8") is None
 
 
 async def test_different_keys_are_claimed_together(store: Store) -> None:

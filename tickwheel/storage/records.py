@@ -54,6 +54,13 @@ class WorkflowSummary:
     counts: Mapping[Status, int]  # tasks by stored status
 
 
+class Predecessor(NamedTuple):
+    """A task another waits on, as it stands now."""
+
+    task_id: str
+    status: Status
+
+
 class SchedulerNode(NamedTuple):
     node_id: str
     expires_ms: int  # its heartbeat lapses then, by the store's clock

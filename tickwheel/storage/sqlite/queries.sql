@@ -242,6 +242,15 @@ SELECT {task_columns} FROM tasks WHERE task_id = ?;
 -- name: get_tasks
 SELECT {task_columns} FROM tasks WHERE seq IN (SELECT value FROM json_each(?));
 
+-- name: predecessors_of
+SELECT t.task_id, t.status FROM task_edges AS e JOIN tasks AS t ON t.seq = e.predecessor_seq
+WHERE e.dependent_seq = ?
+ORDER BY t.seq;
+
+-- name: ordering_key_holder
+SELECT t.task_id FROM ordering_keys AS k JOIN tasks AS t ON t.seq = k.holder_seq
+WHERE k.ordering_key = ?;
+
 -- name: history_of_task
 SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
        e.retry_at
