@@ -1686,6 +1686,21 @@ async def test_a_worker_report_keeps_its_start_and_queues_until_it_lapses(store:
     assert back.started_ms > first.started_ms and back.queues == ("c",)
 
 
+async def test_a_worker_says_its_task_types_with_its_queues(store: Store) -> None:
+    typed = WorkerBeat("w", "in_process", ("default",), 4, ("greet", "noop"))
+    await store.worker_seen(typed, ttl_ms=LONG_TTL)
+    await store.worker_seen(WorkerBeat("any", "http", ("default",), None), ttl_ms=LONG_TTL)
+    any_type, w = await store.live_workers()
+    assert (w.task_types, any_type.task_types) == (("greet", "noop"), None)
+    assert w.handles("default", "greet") and not w.handles("default", "other")
+    assert not w.handles("emails", "greet") and any_type.handles("default", "other")
+
+    await store.worker_seen(WorkerBeat("w", "http", None, None), ttl_ms=LONG_TTL)  # a heartbeat
+    assert (await store.live_workers())[1].task_types == ("greet", "noop")
+    await store.worker_seen(WorkerBeat("w", "http", ("default",), None), ttl_ms=LONG_TTL)
+    assert (await store.live_workers())[1].task_types is None  # said again: any type now
+
+
 async def test_a_worker_that_leaves_is_gone_at_once(store: Store) -> None:
     await store.worker_seen(WorkerBeat("w", "in_process", ("default",), 4), ttl_ms=LONG_TTL)
     await store.worker_left("w")

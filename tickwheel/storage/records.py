@@ -84,8 +84,11 @@ class WorkerBeat:
 
     worker_id: str
     kind: str  # "in_process" or "http"
-    queues: tuple[str, ...] | None  # None: keep what was said before
+    queues: tuple[str, ...] | None  # None: keep what was said before, task types too
     concurrency: int | None
+    # The task types it handles, said with its queues; None: any (a worker over HTTP
+    # that names none takes whatever its queues hold).
+    task_types: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,12 @@ class WorkerRecord:
     started_ms: int  # first seen alive (since it last stopped)
     seen_ms: int  # its last report, by the store's clock
     expires_ms: int
+    task_types: tuple[str, ...] | None = None  # None: any type
+
+    def handles(self, queue: str, task_type: str) -> bool:
+        """Whether it takes tasks of this type from this queue."""
+        types = self.task_types
+        return queue in self.queues and (types is None or task_type in types)
 
 
 class News(StrEnum):
