@@ -51,6 +51,7 @@ def submitted_out(submitted: Submitted) -> SubmittedOut:
         due_time=due,
         schedule_id=submitted.schedule_id,
         duplicate=submitted.duplicate,
+        warnings=list(submitted.warnings),
     )
 
 
@@ -72,10 +73,12 @@ def batch_answer(submitted: list[Submitted]) -> Response:
             due_time=due(s.due_ms),
             schedule_id=s.schedule_id,
             duplicate=s.duplicate,
+            warnings=[],  # said once for the batch
         )
         for s in submitted
     ]
-    body = BatchOut.model_construct(tasks=tasks).model_dump_json().encode()
+    warnings = list(dict.fromkeys(w for s in submitted for w in s.warnings))
+    body = BatchOut.model_construct(tasks=tasks, warnings=warnings).model_dump_json().encode()
     return Response(body, status_code=201, media_type="application/json")
 
 

@@ -103,11 +103,6 @@ class WorkerRecord:
     expires_ms: int
     task_types: tuple[str, ...] | None = None  # None: any type
 
-    def handles(self, queue: str, task_type: str) -> bool:
-        """Whether it takes tasks of this type from this queue."""
-        types = self.task_types
-        return queue in self.queues and (types is None or task_type in types)
-
 
 class News(StrEnum):
     NEW_TASKS = "tickwheel_new_tasks"

@@ -36,10 +36,13 @@ class SubmittedOut(Answer, frozen=True):
     due_time: datetime
     schedule_id: str | None = None
     duplicate: bool = False  # True when this answers a repeated idempotency key
+    # A task type no live worker has registered, say (a batch says them in its own).
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class BatchOut(Answer, frozen=True):
     tasks: list[SubmittedOut]
+    warnings: list[str] = msgspec.field(default_factory=list)  # each said once
 
 
 class ScheduleOut(Answer, frozen=True):

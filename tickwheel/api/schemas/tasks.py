@@ -154,10 +154,19 @@ class SubmittedOut(BaseModel):
     due_time: datetime
     schedule_id: str | None = None
     duplicate: bool = Field(False, description="True when this answers a repeated idempotency key.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What to know of a task accepted all the same: a task type that no live "
+        "worker has registered (refused with 422 under strict_task_types). A batch says "
+        "them once, in its own `warnings`.",
+    )
 
 
 class BatchOut(BaseModel):
     tasks: list[SubmittedOut]
+    warnings: list[str] = Field(
+        default_factory=list, description="The warnings of the batch's tasks, each said once."
+    )
 
 
 class ScheduleOut(BaseModel):
