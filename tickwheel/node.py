@@ -32,6 +32,7 @@ from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import Submitted, TaskService
 from tickwheel.engine.timekeeper import Timekeeper
 from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.engine.waits import Waits
 from tickwheel.engine.workflows import (
     WorkflowNode,
     WorkflowService,
@@ -192,6 +193,12 @@ class Node:
             strict_task_types=s.strict_task_types,
             max_payload_bytes=s.max_payload_bytes,
             idempotency_window_seconds=s.idempotency_window_seconds,
+        )
+        self.waits = Waits(
+            store=self.store,
+            clock=self.clock,
+            workforce=self.workforce,
+            depth=self.queue.fresh_depth,
         )
         self.workflows = WorkflowService(
             store=self.store, tasks=self.service, clock=self.clock, on_committed=self.trigger.poke

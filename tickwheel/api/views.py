@@ -19,16 +19,19 @@ from tickwheel.api.schemas.ops import (
 from tickwheel.api.schemas.tasks import (
     BatchOut,
     ExecutionOut,
+    PredecessorOut,
     QueuesOut,
     RetryBackoffOut,
     ScheduleOut,
     SubmittedOut,
     TaskOut,
+    WaitOut,
 )
 from tickwheel.api.schemas.workflows import WorkflowIn, WorkflowNodeOut, WorkflowOut
 from tickwheel.clock import to_datetime
 from tickwheel.engine.operations import ClusterView, workflow_status
 from tickwheel.engine.tasks import Submitted, TaskView
+from tickwheel.engine.waits import Reason, Wait
 from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
 from tickwheel.models import ExecutionRecord, Status
 from tickwheel.storage.base import InstanceBrief, ScheduleSummary, WorkflowSummary
@@ -86,7 +89,7 @@ def workflow_nodes(body: WorkflowIn, node: Host) -> list[WorkflowNode]:
     return [WorkflowNode(t.name, task_request(t, node.type_options)) for t in body.tasks]
 
 
-def task_out(view: TaskView) -> TaskOut:
+def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
     r, s = view.record, view.schedule
     if r is None:
         raise LookupError(view.task_id)
@@ -128,6 +131,24 @@ def task_out(view: TaskView) -> TaskOut:
         worker_id=r.worker_id,
         last_error=r.last_error,
         current_instance_id=r.task_id if s else None,
+        waiting_on=None if waits is None else [_wait_out(w) for w in waits],
+    )
+
+
+def _wait_out(wait: Wait) -> WaitOut:
+    return WaitOut(
+        reason=str(wait.reason),
+        message=wait.message,
+        tasks=[PredecessorOut(task_id=p.task_id, status=str(p.status)) for p in wait.tasks]
+        if wait.reason is Reason.PREDECESSORS
+        else None,
+        key=wait.key,
+        holder=wait.holder,
+        schedule_id=wait.schedule_id,
+        due_time=to_datetime(wait.due_ms),
+        ahead=wait.ahead,
+        queue=wait.queue,
+        task_type=wait.task_type,
     )
 
 

@@ -61,6 +61,26 @@ class RetryBackoffOut(Answer, frozen=True):
     max_seconds: float
 
 
+class PredecessorOut(Answer, frozen=True):
+    task_id: str
+    status: str
+
+
+class WaitOut(Answer, frozen=True):
+    """One thing a task waits on (see the API's `WaitOut`)."""
+
+    reason: str
+    message: str
+    tasks: list[PredecessorOut] | None = None
+    key: str | None = None
+    holder: str | None = None
+    schedule_id: str | None = None
+    due_time: datetime | None = None
+    ahead: int | None = None
+    queue: str | None = None
+    task_type: str | None = None
+
+
 class TaskOut(Answer, frozen=True, kw_only=True):
     task_id: str
     task_type: str
@@ -85,6 +105,7 @@ class TaskOut(Answer, frozen=True, kw_only=True):
     worker_id: str | None
     last_error: str | None
     current_instance_id: str | None = None
+    waiting_on: list[WaitOut] | None = None  # why it has not started (GET of one task)
 
 
 class TaskPage(Answer, frozen=True):

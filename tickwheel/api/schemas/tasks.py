@@ -185,6 +185,32 @@ class RetryBackoffOut(BaseModel):
     max_seconds: float
 
 
+class PredecessorOut(BaseModel):
+    task_id: str
+    status: str
+
+
+class WaitOut(BaseModel):
+    """One thing a task waits on: `reason` says which and `message` says it in words;
+    the fields that reason names are set, the others null."""
+
+    reason: str = Field(
+        description="predecessors (`tasks`: those not yet succeeded), ordering_key (`key`, "
+        "and `holder`: the id of the task holding it), schedule_paused (`schedule_id`), "
+        "due (`due_time`), queued (ready: at most `ahead` tasks before it in `queue`) or "
+        "no_worker (no live worker takes `task_type` from `queue`)"
+    )
+    message: str
+    tasks: list[PredecessorOut] | None = None
+    key: str | None = None
+    holder: str | None = None
+    schedule_id: str | None = None
+    due_time: datetime | None = None
+    ahead: int | None = None
+    queue: str | None = None
+    task_type: str | None = None
+
+
 class TaskOut(BaseModel):
     task_id: str
     task_type: str
@@ -209,6 +235,11 @@ class TaskOut(BaseModel):
     worker_id: str | None
     last_error: str | None
     current_instance_id: str | None = None
+    waiting_on: list[WaitOut] | None = Field(
+        None,
+        description="Why it has not started: what it waits on, most telling first (only "
+        "on GET /api/tasks/{id}); null once it runs or has ended.",
+    )
 
 
 class TaskPage(BaseModel):
