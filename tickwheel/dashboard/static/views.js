@@ -123,6 +123,7 @@ export function task(root, params, id) {
         ["failed", "upstream_failed", "cancelled"].includes(t.status)
           ? h("button", { class: "primary", id: "redrive", onclick: () => act(() => api("/api/tasks/redrive", { method: "POST", body: { task_ids: [id] } })) }, "Re-drive")
           : ""),
+      waitingOn(t.waiting_on),
       h("div", { class: "two" },
         h("div", { class: "panel" }, fields([
           ["status", statusBadge(t.status)], ["type", t.task_type], ["queue", t.queue],
@@ -147,6 +148,33 @@ export function task(root, params, id) {
           h("td", {}, statusBadge(e.outcome)), h("td", { class: "muted" }, e.error ?? ""),
           h("td", { class: "num" }, e.fence)))));
   };
+}
+
+// Why the task has not started: each cause in words, with links to what it waits on.
+function waitingOn(waits) {
+  if (!waits || !waits.length) return "";
+  const taskLink = (taskId) => h("a", { href: `#/task/${taskId}` }, h("code", {}, taskId));
+  const detail = (w) => {
+    switch (w.reason) {
+      case "predecessors":
+        return w.tasks.map((p) => h("span", { class: "predecessor" }, taskLink(p.task_id), " ", statusBadge(p.status)));
+      case "ordering_key":
+        return w.holder ? ["held by ", taskLink(w.holder)] : "";
+      case "schedule_paused":
+        return ["schedule ", taskLink(w.schedule_id)];
+      case "due":
+        return when(w.due_time);
+      case "queued":
+      case "no_worker":
+        return h("a", { href: "#/nodes" }, "workers");
+      default:
+        return "";
+    }
+  };
+  return h("div", { class: "panel waiting-on", id: "waiting-on" },
+    h("h2", {}, "Waiting on"),
+    h("ul", {}, waits.map((w) => h("li", { dataset: { reason: w.reason } },
+      h("span", {}, w.message), " ", detail(w)))));
 }
 
 // -- schedules, workflows, nodes, dead letters -------------------------------------
