@@ -267,11 +267,11 @@ async def test_a_repeated_chosen_id_is_held_by_the_task_it_made(store: Store) ->
     (first,) = await store.insert_tasks_with_holders([named("a")])
     held = await store.insert_tasks_with_holders([named("a"), named("b"), named("b")])
 
-    assert first == (first.seq, "task-a", False)
-    assert [(h.task_id, h.repeat) for h in held] == [
-        ("task-a", True),
-        ("task-b", False),
-        ("task-b", True),  # the same request twice in one call makes one task
+    assert first == (first.seq, "task-a", False, Status.PENDING)
+    assert [(h.task_id, h.repeat, h.status) for h in held] == [
+        ("task-a", True, None),  # a repeat: its original's status is read apart
+        ("task-b", False, Status.PENDING),
+        ("task-b", True, None),  # the same request twice in one call makes one task
     ]
     assert held[0].seq == first.seq and held[1].seq == held[2].seq
     assert [t.task_id for t in await store.list_tasks(EVERYTHING, before_seq=None, limit=10)] == [
@@ -1316,6 +1316,8 @@ async def test_dependencies_on_ended_tasks_are_settled_at_insert(store: Store) -
         Status.UPSTREAM_FAILED,
         Status.BLOCKED,
     ]
+    held = await store.insert_tasks_with_holders([after("w", "task-z"), after("v", "task-ok")])
+    assert [h.status for h in held] == [Status.BLOCKED, Status.PENDING]  # as stored
     assert not await store.has_propagations(T0 + DAY)
 
 
