@@ -198,3 +198,4 @@ def test_nodes_show_the_scheduler_and_the_worker(page: Page, tickwheel: Tickwhee
     expect(page.locator("tr[data-node-id]")).to_have_count(1)
     expect(page.locator("tr[data-node-id]")).to_contain_text("16:")  # all 16 partitions
     expect(page.locator("tr[data-worker-id]")).to_have_count(1)
+    expect(page.locator("tr[data-worker-id]")).to_contain_text("doomed")  # its App's types

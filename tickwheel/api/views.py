@@ -271,6 +271,7 @@ def nodes_out(view: ClusterView) -> NodesOut:
                 worker_id=w.worker_id,
                 kind=w.kind,
                 queues=list(w.queues),
+                task_types=None if w.task_types is None else list(w.task_types),
                 inflight=w.inflight,
                 concurrency=w.concurrency,
                 started_at=_at(w.started_ms),

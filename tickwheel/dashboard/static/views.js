@@ -242,9 +242,11 @@ export function nodes(root) {
           h("td", {}, s.heartbeat_expires_at ? when(s.heartbeat_expires_at) : "embedded: holds its leases")))),
       found.unowned_partitions.length ? h("p", { class: "error" }, `Partitions with no owner: ${found.unowned_partitions.join(", ")}`) : "",
       h("h2", {}, "Workers"),
-      table(["worker", "kind", "queues", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
+      table(["worker", "kind", "queues", "task types", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
         h("tr", { dataset: { workerId: w.worker_id } }, h("td", {}, h("code", {}, w.worker_id)),
-          h("td", {}, w.kind), h("td", {}, w.queues.join(", ")), h("td", { class: "num" }, w.inflight),
+          h("td", {}, w.kind), h("td", {}, w.queues.join(", ")),
+          h("td", {}, w.task_types ? w.task_types.join(", ") : h("span", { class: "muted" }, "any")),
+          h("td", { class: "num" }, w.inflight),
           h("td", { class: "num" }, w.concurrency ?? "–"), h("td", {}, when(w.last_heartbeat_at))))));
   };
 }
