@@ -54,7 +54,8 @@ async def test_a_type_no_live_worker_registered_is_accepted_with_a_warning(
         json={"tasks": [{"task_type": "greet"}, {"task_type": "greet"}, {"task_type": "noop"}]},
     )
     assert batch.status_code == 201
-    assert batch.json()["warnings"] == [warning]  # said once for the batch
+    assert batch.json()["warnings"] == [warning]  # each said once for the batch
+    assert [t["warnings"] for t in batch.json()["tasks"]] == [[warning], [warning], []]
 
     # A worker over HTTP says on its claim that it runs greet: read within a second.
     claim = {"worker_id": "remote", "queues": ["default"], "task_types": ["greet"]}

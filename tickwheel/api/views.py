@@ -76,7 +76,7 @@ def batch_answer(submitted: list[Submitted]) -> Response:
             due_time=due(s.due_ms),
             schedule_id=s.schedule_id,
             duplicate=s.duplicate,
-            warnings=[],  # said once for the batch
+            warnings=list(s.warnings),
         )
         for s in submitted
     ]

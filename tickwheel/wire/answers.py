@@ -36,7 +36,7 @@ class SubmittedOut(Answer, frozen=True):
     due_time: datetime
     schedule_id: str | None = None
     duplicate: bool = False  # True when this answers a repeated idempotency key
-    # A task type no live worker has registered, say (a batch says them in its own).
+    # A task type no live worker has registered, say.
     warnings: list[str] = msgspec.field(default_factory=list)
 
 

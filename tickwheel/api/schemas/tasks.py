@@ -157,15 +157,14 @@ class SubmittedOut(BaseModel):
     warnings: list[str] = Field(
         default_factory=list,
         description="What to know of a task accepted all the same: a task type that no live "
-        "worker has registered (refused with 422 under strict_task_types). A batch says "
-        "them once, in its own `warnings`.",
+        "worker has registered (refused with 422 under strict_task_types).",
     )
 
 
 class BatchOut(BaseModel):
     tasks: list[SubmittedOut]
     warnings: list[str] = Field(
-        default_factory=list, description="The warnings of the batch's tasks, each said once."
+        default_factory=list, description="Every warning of the batch's tasks, each once."
     )
 
 
