@@ -150,31 +150,32 @@ export function task(root, params, id) {
   };
 }
 
-// Why the task has not started: each cause in words, with links to what it waits on.
+// Why the task has not started: each cause in words, with links to what it waits on
+// (where the API's message names a task, the link says it instead).
 function waitingOn(waits) {
   if (!waits || !waits.length) return "";
   const taskLink = (taskId) => h("a", { href: `#/task/${taskId}` }, h("code", {}, taskId));
-  const detail = (w) => {
+  const said = (w) => {
     switch (w.reason) {
       case "predecessors":
-        return w.tasks.map((p) => h("span", { class: "predecessor" }, taskLink(p.task_id), " ", statusBadge(p.status)));
+        return w.tasks.length
+          ? ["waits on predecessors not yet succeeded: ",
+            w.tasks.map((p) => h("span", { class: "predecessor" }, taskLink(p.task_id), " ", statusBadge(p.status)))]
+          : w.message;
       case "ordering_key":
-        return w.holder ? ["held by ", taskLink(w.holder)] : "";
+        return w.holder ? [`waits its turn on ordering key "${w.key}", held by `, taskLink(w.holder)] : w.message;
       case "schedule_paused":
-        return ["schedule ", taskLink(w.schedule_id)];
-      case "due":
-        return when(w.due_time);
+        return [w.message, " (schedule ", taskLink(w.schedule_id), ")"];
       case "queued":
       case "no_worker":
-        return h("a", { href: "#/nodes" }, "workers");
+        return [w.message, " (", h("a", { href: "#/nodes" }, "workers"), ")"];
       default:
-        return "";
+        return w.message;
     }
   };
   return h("div", { class: "panel waiting-on", id: "waiting-on" },
     h("h2", {}, "Waiting on"),
-    h("ul", {}, waits.map((w) => h("li", { dataset: { reason: w.reason } },
-      h("span", {}, w.message), " ", detail(w)))));
+    h("ul", {}, waits.map((w) => h("li", { dataset: { reason: w.reason } }, said(w)))));
 }
 
 // -- schedules, workflows, nodes, dead letters -------------------------------------
