@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tickwheel.api.app import create_app
-from tickwheel.config import Settings
+from tickwheel.config import Role, Settings
 from tickwheel.node import Node
 from tickwheel.worker.registry import App
 
@@ -209,3 +209,16 @@ async def test_no_live_worker_for_the_queue_and_an_ended_task_waits_on_nothing(
             break
         await asyncio.sleep(0.05)
     assert (task["status"], task["waiting_on"]) == ("succeeded", None)
+
+
+async def test_a_due_task_no_scheduler_releases_says_so(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'api-only.db'}")
+    async with Node(settings=settings, roles=frozenset({Role.API})) as node:
+        transport = httpx.ASGITransport(app=create_app(node, manage_node=False))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as api:
+            soon = {"type": "delayed", "delay_seconds": 0.05}
+            task = await submit(api, {"task_type": "noop", "schedule": soon})
+            await asyncio.sleep(0.1)
+            waits = await waiting_on(api, task["task_id"])
+    assert reasons(waits) == ["no_scheduler", "no_worker"]
+    assert waits is not None and isinstance(waits[0]["partition"], int)

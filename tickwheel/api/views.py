@@ -146,6 +146,7 @@ def _wait_out(wait: Wait) -> WaitOut:
         holder=wait.holder,
         schedule_id=wait.schedule_id,
         due_time=to_datetime(wait.due_ms),
+        partition=wait.partition,
         ahead=wait.ahead,
         queue=wait.queue,
         task_type=wait.task_type,

@@ -2,7 +2,8 @@
 
 Asked of one task at a time (its page, `GET /api/tasks/{id}`), so each cause may cost
 a read: the predecessors not yet succeeded, the holder of its ordering key, a paused
-schedule, a due time to come, the tasks queued with it once it is ready, and whether
+schedule, a due time to come (or, past it, no scheduler holding its partition to
+release it), the tasks queued with it once it is ready, and whether
 any live worker takes its queue and type (`Workforce`, at most a second old). A task
 that runs or has ended waits on nothing (None); a paused schedule waits on its resume.
 """
@@ -13,21 +14,27 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from tickwheel.clock import Clock, to_datetime
 from tickwheel.engine.reads import TaskView
 from tickwheel.engine.workforce import Workforce
 from tickwheel.models import Status, TaskRecord
-from tickwheel.storage.base import Predecessor, TaskReadStore
+from tickwheel.storage.base import ClusterViewStore, Predecessor, TaskReadStore
 
 log = logging.getLogger(__name__)
+
+
+class WaitStore(TaskReadStore, ClusterViewStore, Protocol):
+    """What the causes are read from: a task's links, and who holds the partitions."""
 
 
 class Reason(StrEnum):
     PREDECESSORS = "predecessors"  # tasks that must succeed first
     ORDERING_KEY = "ordering_key"  # an earlier task of its key runs first
     SCHEDULE_PAUSED = "schedule_paused"  # its schedule fires again once resumed
-    DUE = "due"  # not due yet
+    DUE = "due"  # not due yet, or due and about to be released to the ready queue
+    NO_SCHEDULER = "no_scheduler"  # due, but no scheduler holds its partition to release it
     QUEUED = "queued"  # ready: in the ready queue with others
     NO_WORKER = "no_worker"  # no live worker takes its queue and type
 
@@ -43,6 +50,7 @@ class Wait:
     holder: str | None = None  # ordering_key: the id of the task holding it, if one does
     schedule_id: str | None = None  # schedule_paused
     due_ms: int | None = None  # due
+    partition: int | None = None  # no_scheduler
     ahead: int | None = None  # queued: at most this many tasks before it
     queue: str | None = None  # queued, no_worker
     task_type: str | None = None  # no_worker
@@ -52,7 +60,7 @@ class Waits:
     def __init__(
         self,
         *,
-        store: TaskReadStore,
+        store: WaitStore,
         clock: Clock,
         workforce: Workforce,
         depth: Callable[[], Awaitable[dict[str, int]]],
@@ -77,11 +85,8 @@ class Waits:
             waits.append(await self._predecessors(record))
         if view.status is Status.WAITING and record.ordering_key is not None:
             waits.append(await self._ordering_key(record, record.ordering_key))
-        if view.status is Status.PENDING and record.due_ms > self._clock.now_ms():
-            due = to_datetime(record.due_ms)
-            assert due is not None
-            message = f"not due until {due.isoformat()}"
-            waits.append(Wait(Reason.DUE, message, due_ms=record.due_ms))
+        if view.status is Status.PENDING:
+            waits.append(await self._due(record))
         if view.status is Status.READY:
             waits.append(await self._queued(record))
         queue, task_type = record.options.queue, record.task_type
@@ -107,6 +112,20 @@ class Waits:
             return Wait(Reason.ORDERING_KEY, message, key=key, holder=None)
         message = f"waits for task {holder}, which holds ordering key {key!r}, to end"
         return Wait(Reason.ORDERING_KEY, message, key=key, holder=holder)
+
+    async def _due(self, record: TaskRecord) -> Wait:
+        """Not due yet; or due, and released to the ready queue by the scheduler that
+        holds its partition, if one does."""
+        due = to_datetime(record.due_ms)
+        assert due is not None
+        if record.due_ms > self._clock.now_ms():
+            return Wait(Reason.DUE, f"not due until {due.isoformat()}", due_ms=record.due_ms)
+        held = {h.partition for h in await self._store.lease_holders()}
+        if record.partition not in held:
+            message = f"due, but no scheduler holds its partition {record.partition} to release it"
+            return Wait(Reason.NO_SCHEDULER, message, partition=record.partition)
+        message = f"due since {due.isoformat()}: its scheduler releases it in a moment"
+        return Wait(Reason.DUE, message, due_ms=record.due_ms)
 
     async def _queued(self, record: TaskRecord) -> Wait:
         queue = record.options.queue

@@ -76,6 +76,7 @@ class WaitOut(Answer, frozen=True):
     holder: str | None = None
     schedule_id: str | None = None
     due_time: datetime | None = None
+    partition: int | None = None
     ahead: int | None = None
     queue: str | None = None
     task_type: str | None = None

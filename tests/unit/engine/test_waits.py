@@ -12,7 +12,13 @@ from tickwheel.engine.reads import TaskView
 from tickwheel.engine.waits import Reason, Waits
 from tickwheel.engine.workforce import Handles, Workforce
 from tickwheel.models import ScheduleRecord, ScheduleType, Status, TaskOptions, TaskRecord
-from tickwheel.storage.base import Predecessor, WorkerBeat, WorkerRecord
+from tickwheel.storage.base import (
+    LeaseHolder,
+    Predecessor,
+    SchedulerNode,
+    WorkerBeat,
+    WorkerRecord,
+)
 
 NOW = 1_000_000
 
@@ -20,9 +26,21 @@ NOW = 1_000_000
 class Store:
     """The reads `Waits` makes, with no live worker but this node's own."""
 
-    def __init__(self, predecessors: list[Predecessor], holder: str | None = None) -> None:
+    def __init__(
+        self, predecessors: list[Predecessor], holder: str | None = None, *, held: bool = True
+    ) -> None:
         self._predecessors = predecessors
         self._holder = holder
+        self._held = held  # whether a scheduler holds partition 0
+
+    async def watermarks(self) -> dict[int, int]:
+        return {}
+
+    async def scheduler_nodes(self) -> list[SchedulerNode]:
+        return []
+
+    async def lease_holders(self) -> list[LeaseHolder]:
+        return [LeaseHolder(0, "node", 1, NOW + 15_000)] if self._held else []
 
     async def predecessors(self, seq: int) -> list[Predecessor]:
         return self._predecessors
@@ -110,6 +128,14 @@ async def test_a_task_due_later_and_a_ready_one() -> None:
     ready = TaskView("t", Status.READY, record(Status.PENDING))
     (queued,) = await waits_of(Store([])).of(ready) or []
     assert (queued.reason, queued.queue, queued.ahead) == (Reason.QUEUED, "default", 4)
+
+
+async def test_a_due_task_not_yet_released_says_who_releases_it() -> None:
+    due = TaskView("t", Status.PENDING, record(Status.PENDING, due=NOW - 10))
+    (soon,) = await waits_of(Store([])).of(due) or []
+    assert (soon.reason, soon.due_ms) == (Reason.DUE, NOW - 10) and "a moment" in soon.message
+    (stuck,) = await waits_of(Store([], held=False)).of(due) or []
+    assert (stuck.reason, stuck.partition) == (Reason.NO_SCHEDULER, 0)
 
 
 async def test_no_live_worker_runs_its_type() -> None:

@@ -196,7 +196,8 @@ class WaitOut(BaseModel):
     reason: str = Field(
         description="predecessors (`tasks`: those not yet succeeded), ordering_key (`key`, "
         "and `holder`: the id of the task holding it), schedule_paused (`schedule_id`), "
-        "due (`due_time`), queued (ready: at most `ahead` tasks before it in `queue`) or "
+        "due (`due_time`), no_scheduler (due, but no scheduler holds its `partition` to "
+        "release it), queued (ready: at most `ahead` tasks before it in `queue`) or "
         "no_worker (no live worker takes `task_type` from `queue`)"
     )
     message: str
@@ -205,6 +206,7 @@ class WaitOut(BaseModel):
     holder: str | None = None
     schedule_id: str | None = None
     due_time: datetime | None = None
+    partition: int | None = None
     ahead: int | None = None
     queue: str | None = None
     task_type: str | None = None

@@ -168,7 +168,8 @@ function waitingOn(waits) {
         return [w.message, " (schedule ", taskLink(w.schedule_id), ")"];
       case "queued":
       case "no_worker":
-        return [w.message, " (", h("a", { href: "#/nodes" }, "workers"), ")"];
+      case "no_scheduler":
+        return [w.message, " (", h("a", { href: "#/nodes" }, "nodes"), ")"];
       default:
         return w.message;
     }
