@@ -13,6 +13,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,9 @@ class Cluster:
             finally:
                 await db.close()
 
-        return asyncio.run(run())
+        # On a thread of its own: a caller may hold a running loop (Playwright's sync API).
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, run()).result()
 
     def owners(self) -> dict[str, int]:
         """How many partitions each live owner holds, by the store's clock."""

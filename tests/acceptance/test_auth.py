@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ def _token(db: Path, scopes: str) -> str:
         timeout=30,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return str(json.loads(done.stdout)["token"])  # JSON when not on a terminal
 
 
 def test_scopes_gate_every_route_once_a_token_exists(
@@ -49,6 +50,9 @@ def test_scopes_gate_every_route_once_a_token_exists(
     assert call("tw_not-a-token", "GET", "/api/tasks") == 401
     assert call(reader, "GET", "/api/tasks") == 200
     assert call(reader, "POST", "/api/tasks", **task) == 403
+    with httpx.Client(base_url=tw.url, timeout=30) as http:
+        refused = http.post("/api/tasks", headers={"Authorization": f"Bearer {reader}"}, **task)  # type: ignore[arg-type]
+        assert "lacks the 'submit' scope" in refused.text, refused.text
     assert call(submitter, "POST", "/api/tasks", **task) == 201
     assert call(submitter, "DELETE", "/api/tasks/x") == 403  # cancel is admin
     assert call(submitter, "POST", "/api/worker/claim", **claim) == 403

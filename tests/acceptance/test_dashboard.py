@@ -10,8 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+from cluster import cluster_in
 from harness import Tickwheel
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from servers import PrivateRedis
 from services import chromium
 
 HANDLERS = """
@@ -199,3 +201,28 @@ def test_nodes_show_the_scheduler_and_the_worker(page: Page, tickwheel: Tickwhee
     expect(page.locator("tr[data-node-id]")).to_contain_text("16:")  # all 16 partitions
     expect(page.locator("tr[data-worker-id]")).to_have_count(1)
     expect(page.locator("tr[data-worker-id]")).to_contain_text("doomed")  # its App's types
+
+
+def test_an_outage_of_the_ready_queue_shows_a_banner_until_it_is_back(
+    browser: Browser, tmp_path: Path, private_redis: PrivateRedis
+) -> None:
+    """An API on the suite's private Redis loses it: the page stays up and says what is
+    down, and the banner leaves when Redis is back."""
+    with cluster_in(tmp_path, redis_url=private_redis.url) as cluster:
+        cluster.start_api()
+        context = browser.new_context(base_url=cluster.api_url)
+        try:
+            page = context.new_page()
+            page.goto("/")
+            expect(page.locator("#live")).to_have_text("live")
+            banner = page.locator("#outage")
+            expect(banner).to_be_hidden()
+            private_redis.stop()
+            try:
+                expect(banner).to_be_visible()
+                expect(banner).to_contain_text("the ready queue")
+            finally:
+                private_redis.start()
+            expect(banner).to_be_hidden()
+        finally:
+            context.close()

@@ -10,21 +10,16 @@ configured with: about 40 s, most of it pip resolving.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from harness import Tickwheel
+from installs import copy_checkout, fresh_venv, probe, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-ROOT = Path(__file__).resolve().parents[2]
 PEERS = ["huey", "dramatiq", "celery", "rq", "arq", "saq", "procrastinate"]
 DISTRIBUTED = ["asyncpg", "redis", "hiredis"]
 SHIPPED = [  # package data the embedded and the distributed modes read at run time
@@ -35,64 +30,13 @@ SHIPPED = [  # package data the embedded and the distributed modes read at run t
     "tickwheel/storage/postgres/schema.sql",
 ]
 
-# Run by the fresh environment's interpreter, outside the checkout: the modules and
-# distributions it can see, and the files its tickwheel installed.
-PROBE = """
-import importlib.metadata as metadata, importlib.util, json, sys
-names = sys.argv[1:]
-print(json.dumps({
-    "modules": [n for n in names if importlib.util.find_spec(n) is not None],
-    "distributions": sorted({(d.metadata["Name"] or "").lower() for d in metadata.distributions()}),
-    "files": [str(f) for f in metadata.distribution("tickwheel").files or []],
-}))
-"""
-
-
-def run(
-    *command: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(part) for part in command],
-        cwd=cwd,
-        env=None if env is None else {**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment holding `pip install <this checkout>`, no extras."""
     folder = tmp_path_factory.mktemp("lean")
-    source = folder / "source"
-    listed = run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
-    assert listed.returncode == 0, listed.stderr
-    for name in filter(None, listed.stdout.split("\0")):
-        if (ROOT / name).is_file():  # a file deleted but not yet staged is still listed
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
-    env = folder / "venv"
-    made = run(sys.executable, "-m", "venv", "--without-pip", env, cwd=folder)
-    assert made.returncode == 0, made.stderr
-    # this environment's pip installs into the new one (saves bootstrapping a pip there);
-    # no byte-compiling of what it installs (Python does it on import)
-    python = env / "bin" / "python"
-    started = time.monotonic()
-    installed = run(
-        sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile",
-        source, cwd=folder, timeout=240,
-    )  # fmt: skip
-    assert installed.returncode == 0, installed.stderr[-3000:]
-    print(f"pip install into a fresh venv: {time.monotonic() - started:.1f} s")
-    return env
-
-
-def probe(venv: Path, names: list[str]) -> dict[str, list[str]]:
-    done = run(venv / "bin" / "python", "-c", PROBE, *names, cwd=venv.parent)
-    assert done.returncode == 0, done.stderr
-    found: dict[str, list[str]] = json.loads(done.stdout)
-    return found
+    source = copy_checkout(folder / "source")
+    return fresh_venv(folder / "venv", source)
 
 
 def test_the_base_install_brings_no_peer_and_no_distributed_client(venv: Path) -> None:

@@ -80,10 +80,23 @@ def test_client_examples_run_verbatim(tickwheel_factory: type) -> None:
     assert asynchronous == "1000 submitted\nsucceeded\n"
 
 
+def test_cli_examples_run_verbatim(tickwheel_factory: type) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    out = run_shell(marked_blocks("cli", "sh"), tw)
+    assert '"status": "succeeded"' in out  # wait
+    assert re.search(r"^attempt +outcome .*\n1 +succeeded ", out, re.M)  # history, a table
+    assert '"status": "failed"' in out and '"redriven": [' in out
+    assert '"priority": 50' in out and '"cancelled_instances": 1' in out
+    assert '"schedule_status": "paused"' in out and '"schedule_status": "active"' in out
+    assert '"admitting": true' in out and "scheduler" in out
+    assert re.search(r"^succeeded +[1-9]", out, re.M)  # stats, as a table
+    assert out.rstrip().endswith("tickwheel 0.1.0")
+
+
 def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
     tw: Tickwheel = tickwheel_factory.start()
     out = run_shell(marked_blocks("workflows", "sh"), tw)
-    assert "(nightly-etl)" in out and "load" in out  # the workflow from the file
+    assert '"name": "nightly-etl"' in out and '"load"' in out  # the workflow, as JSON
     assert '"schedule_id"' in out  # the recurring one
     assert '"status":"blocked"' in out  # the dependent task, accepted as stored
     assert '"field":"tasks"' in out and "a -> b -> a" in out  # the cycle, named

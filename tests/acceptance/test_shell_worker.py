@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 from harness import Tickwheel, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
+TICKWHEEL = str(Path(sys.executable).with_name("tickwheel"))
 
 
 def test_the_shell_worker_completes_and_fails_tasks(
@@ -71,3 +75,35 @@ def test_the_shell_worker_prints_a_refused_result(tickwheel_factory: type, tmp_p
             worker.kill()
     assert worker.returncode == 0, stderr
     assert f"task {task_id}: result refused, fence {fence} is stale" in stderr
+
+
+def test_the_shell_worker_sends_its_token(tickwheel_factory: type, tmp_path: Path) -> None:
+    """Once tokens exist, a worker without one stops with the API's answer; with one
+    (TICKWHEEL_TOKEN, as for the CLI, or --token) it runs tasks."""
+    tw: Tickwheel = tickwheel_factory.start()
+    made = subprocess.run(
+        [TICKWHEEL, "token", "create", "--scopes", "worker,submit,read", "--database-url",
+         f"sqlite:///{tw.db}"],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    token = json.loads(made.stdout)["token"]
+    worker = str(ROOT / "examples/shell-worker/worker.sh")
+    output = tmp_path / "greetings.txt"
+    environ = {**tw.env, "TICKWHEEL_URL": tw.url, "OUTPUT": str(output)}
+    with httpx.Client(base_url=tw.url, headers={"Authorization": f"Bearer {token}"}) as http:
+        assert wait_for(lambda: http.get("/api/tasks").status_code == 200, timeout=10)
+        for name in ("Ada", "Grace"):
+            body = {"task_type": "greet", "queue": "shell", "payload": {"name": name}}
+            assert http.post("/api/tasks", json=body).status_code == 201
+    refused = subprocess.run([worker, "1"], env=environ, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert "claim refused (HTTP 401)" in refused.stderr and "unauthorized" in refused.stderr
+    for words, extra in (
+        ([worker, "1"], {"TICKWHEEL_TOKEN": token}),
+        ([worker, "--token", token, "1"], {}),
+    ):
+        run = subprocess.run(
+            words, env={**environ, **extra}, capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, run.stderr
+    assert sorted(output.read_text().splitlines()) == ["hello Ada", "hello Grace"]

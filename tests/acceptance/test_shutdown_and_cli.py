@@ -92,7 +92,7 @@ def test_cli_submit_status_ls_cancel(tickwheel_factory: type) -> None:
         timeout=30,
     )
     assert bad.returncode == 1
-    assert "schedule.cron_expression" in bad.stdout
+    assert "schedule.cron_expression" in bad.stderr
 
 
 def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
         timeout=30,
     )
     assert done.returncode == 2
-    assert "cannot reach" in done.stdout
+    assert "cannot reach" in done.stderr
 
 
 DIAMOND_YAML = """\
@@ -128,11 +128,14 @@ tasks:
 def test_cli_workflow_from_yaml_and_json_files(tickwheel_factory: type, tmp_path: Path) -> None:
     tw: Tickwheel = tickwheel_factory.start()
     (tmp_path / "diamond.yaml").write_text(DIAMOND_YAML)
-    out = _cli(tw, "workflow", "submit", str(tmp_path / "diamond.yaml"))
+    out = _cli(tw, "workflow", "submit", str(tmp_path / "diamond.yaml"), "--output", "table")
     match = re.search(r"workflow (\S+) \(diamond\)", out)
     assert match, out
     workflow_id = match.group(1)
-    assert wait_for(lambda: ": succeeded" in _cli(tw, "workflow", "show", workflow_id), timeout=20)
+    assert wait_for(
+        lambda: json.loads(_cli(tw, "workflow", "show", workflow_id))["status"] == "succeeded",
+        timeout=20,
+    )
 
     recurring = tmp_path / "nightly.json"
     recurring.write_text(
@@ -156,4 +159,4 @@ def test_cli_workflow_from_yaml_and_json_files(tickwheel_factory: type, tmp_path
         timeout=30,
     )
     assert bad.returncode == 1
-    assert "cycle" in bad.stdout
+    assert "cycle" in bad.stderr

@@ -83,6 +83,8 @@ async def test_pause_and_resume_a_recurring_task(api: httpx.AsyncClient) -> None
     paused = await api.post(f"/api/tasks/{schedule_id}/pause")
     assert paused.status_code == 200
     assert paused.json()["schedule"]["schedule_status"] == "paused"
+    assert paused.json()["status"] == "paused"  # not its cancelled instance's "cancelled"
+    assert (await api.get(f"/api/tasks/{schedule_id}")).json()["status"] == "paused"
     assert (await api.get(f"/api/tasks/{first}")).json()["status"] == "cancelled"
     assert (await api.post(f"/api/tasks/{schedule_id}/pause")).status_code == 200  # idempotent
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -87,6 +88,22 @@ async def test_stats_follow_tasks_through_their_lives(node: Node, api: httpx.Asy
     assert body["admission"]["admitting"] is True
     assert body["partitions_owned"] == node.settings.partitions
     assert body["wheel_size"] == 0
+
+
+async def test_a_task_due_years_ago_is_late_from_its_acceptance(
+    node: Node, api: httpx.AsyncClient
+) -> None:
+    """One task with a due time in 2001 once made the trigger p99 read 2,013,265,920 ms:
+    a due time already past means due when accepted."""
+    before_ms = round(time.time() * 1000)
+    body = {"task_type": "ok", "schedule": {"type": "delayed", "due_time": "2001-01-01T00:00:00Z"}}
+    answer = await api.post("/api/tasks", json=body)
+    assert answer.status_code == 201, answer.text
+    stats = await stats_when(api, lambda s: s["counts"]["succeeded"] == 1)
+    assert stats["lateness_ms"]["trigger"]["p99"] < 5_000
+    task = (await api.get(f"/api/tasks/{answer.json()['task_id']}")).json()
+    due_ms = datetime.fromisoformat(task["due_time"]).timestamp() * 1000
+    assert due_ms >= before_ms - 1  # the later of its due time and its acceptance
 
 
 async def test_counts_come_from_the_store_for_every_status(

@@ -232,3 +232,13 @@ async def test_protocol_input_is_validated(api: httpx.AsyncClient) -> None:
         assert (await api.post("/api/worker/claim", json=body)).status_code == 422, body
     unknown = await api.post("/api/worker/tasks/nope/complete", json={"fence": 1})
     assert unknown.status_code == 404
+
+
+async def test_a_batch_claim_lists_its_tasks_highest_priority_first(api: httpx.AsyncClient) -> None:
+    by_priority = {p: await _submit(api, priority=p) for p in (1, 5, 3, 9, 7)}
+    deadline = time.monotonic() + 10
+    while (await api.get("/api/queues")).json()["depth"].get("default", 0) < len(by_priority):
+        assert time.monotonic() < deadline, "the tasks never became ready"
+        await asyncio.sleep(0.05)
+    claimed = await _claim(api, max_tasks=5, wait_seconds=1)
+    assert [t["task_id"] for t in claimed] == [by_priority[p] for p in (9, 7, 5, 3, 1)]

@@ -72,7 +72,7 @@ def require(scope: Scope) -> Callable[[Request], Awaitable[None]]:
         tokens: Tokens = request.app.state.tokens
         scopes = await tokens.scopes_of(request.headers.get("authorization"))
         if scopes is not None and scope not in scopes:
-            raise Forbidden(f"this API token lacks the {scope!r} scope")
+            raise Forbidden(f"this API token lacks the {scope.value!r} scope")
 
     return check
 

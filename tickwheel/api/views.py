@@ -89,6 +89,15 @@ def workflow_nodes(body: WorkflowIn, node: Host) -> list[WorkflowNode]:
     return [WorkflowNode(t.name, task_request(t, node.type_options)) for t in body.tasks]
 
 
+def _status(view: TaskView) -> str:
+    """A recurring task's status is its schedule's while paused (its pending instance
+    was cancelled by the pause), else its current instance's."""
+    s = view.schedule
+    if s is not None and s.status == "paused" and view.task_id == s.schedule_id:
+        return "paused"
+    return str(view.status)
+
+
 def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
     r, s = view.record, view.schedule
     if r is None:
@@ -99,7 +108,7 @@ def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
     return TaskOut(
         task_id=view.task_id,
         task_type=r.task_type,
-        status=str(view.status),
+        status=_status(view),
         payload=r.payload,
         schedule=ScheduleOut(
             type=str(r.schedule_type),

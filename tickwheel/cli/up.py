@@ -23,6 +23,10 @@ from tickwheel.worker.registry import App
 DEFAULTS = Settings()  # the one place defaults are declared
 
 
+def register(cli: typer.Typer) -> None:
+    cli.command("up")(up)
+
+
 def up(
     host: Annotated[str, typer.Option(envvar=env("host"), help="Address to bind.")] = DEFAULTS.host,
     port: Annotated[int, typer.Option(envvar=env("port"), help="Port to bind.")] = DEFAULTS.port,

@@ -20,13 +20,16 @@ from tickwheel.wire.answers import (
     HealthOut,
     HistoryPage,
     LeaseOut,
+    NodesOut,
     QueuesOut,
     RedriveOut,
+    SchedulePage,
     SubmittedOut,
     TaskOut,
     TaskPage,
     WorkflowCancelledOut,
     WorkflowOut,
+    WorkflowPage,
 )
 from tickwheel.workflow import Workflow, workflow_body
 
@@ -132,13 +135,17 @@ class AsyncClient(ClientBase):
         status: StatusFilter = None,
         *,
         task_type: str | None = None,
+        queue: str | None = None,
+        q: str | None = None,
         limit: int = 50,
         next_token: str | None = None,
     ) -> TaskPage:
-        """One page of tasks, newest first; pass its `next_token` for the next."""
-        return await self._send(
-            calls.list_tasks(calls.statuses(status), task_type, limit, next_token)
+        """One page of tasks, newest first; pass its `next_token` for the next. `q` is
+        an exact task id or idempotency key."""
+        call = calls.list_tasks(
+            calls.statuses(status), task_type, limit, next_token, queue=queue, q=q
         )
+        return await self._send(call)
 
     async def iter_tasks(
         self,
@@ -183,6 +190,31 @@ class AsyncClient(ClientBase):
 
     async def get_workflow(self, workflow_id: str) -> WorkflowOut:
         return await self._send(calls.get_workflow(workflow_id))
+
+    async def list_workflows(
+        self, *, limit: int = 20, next_token: str | None = None
+    ) -> WorkflowPage:
+        """One page of workflows, newest first, each with its tasks counted by status."""
+        return await self._send(calls.list_workflows(limit, next_token))
+
+    async def list_schedules(
+        self, status: StatusFilter = None, *, limit: int = 50, next_token: str | None = None
+    ) -> SchedulePage:
+        """One page of recurring schedules, newest first (by default active and paused)."""
+        return await self._send(calls.list_schedules(calls.statuses(status), limit, next_token))
+
+    async def nodes(self) -> NodesOut:
+        """The scheduler nodes alive with their partitions, and the workers alive."""
+        return await self._send(calls.nodes())
+
+    async def stats(self) -> dict[str, Any]:
+        """What the dashboard reads every second: tasks per status, per-second series,
+        lateness percentiles, queues and admission (`GET /api/stats`), as plain data."""
+        return await self._send(calls.stats())
+
+    async def metrics(self) -> str:
+        """This server process's metrics in the Prometheus text format."""
+        return await self._send(calls.metrics())
 
     # -- operations ----------------------------------------------------------
 

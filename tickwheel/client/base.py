@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import msgspec
 
@@ -32,7 +32,7 @@ class ClientBase:
         retries: Retries,
     ) -> None:
         """`url` and `token` default to `TICKWHEEL_URL` and `TICKWHEEL_TOKEN`."""
-        self.url = (url or os.environ.get(env("url")) or DEFAULT_URL).rstrip("/")
+        self.url = server_url(url or os.environ.get(env("url")) or DEFAULT_URL)
         token = (token if token is not None else os.environ.get(env("token")) or "").strip()
         if any(not c.isprintable() or c.isspace() for c in token):
             raise ValueError("the API token holds spaces or control characters")
@@ -65,6 +65,20 @@ class ClientBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"  # never the token
+
+
+def server_url(url: str) -> str:
+    """`url` without its trailing slash; a `ValueError` that says what is wrong with it
+    when it cannot name a server (a scheme other than http or https, no host, a port
+    that is not a number)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (parsed when read: a port that is not a number raises)
+    except ValueError as error:
+        raise ValueError(f"{url!r} is not a server URL: {error}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not a server URL: use http://HOST[:PORT]")
+    return url.rstrip("/")
 
 
 class Waiting:

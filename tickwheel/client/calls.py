@@ -40,13 +40,16 @@ from tickwheel.wire.answers import (
     HealthOut,
     HistoryPage,
     LeaseOut,
+    NodesOut,
     QueuesOut,
     RedriveOut,
+    SchedulePage,
     SubmittedOut,
     TaskOut,
     TaskPage,
     WorkflowCancelledOut,
     WorkflowOut,
+    WorkflowPage,
 )
 from tickwheel.wire.bodies import task_body as task_body  # the body of `submit`
 
@@ -132,22 +135,51 @@ def statuses(status: StatusFilter) -> tuple[str, ...]:
 
 
 def list_tasks(
-    status: tuple[str, ...], task_type: str | None, limit: int, next_token: str | None
+    status: tuple[str, ...],
+    task_type: str | None,
+    limit: int,
+    next_token: str | None,
+    *,
+    queue: str | None = None,
+    q: str | None = None,
 ) -> Call[TaskPage]:
-    params: dict[str, Any] = {"limit": limit, "status": list(status)}
-    if task_type is not None:
-        params["task_type"] = task_type
-    if next_token is not None:
-        params["next_token"] = next_token
+    params = _page(limit, next_token, status=list(status), task_type=task_type, queue=queue, q=q)
     return Call("GET", "/api/tasks", _model(TaskPage), params=params)
 
 
+def _page(limit: int, next_token: str | None, **filters: Any) -> dict[str, Any]:
+    """The query of a page: its size, where it starts, and the filters given."""
+    given = {name: value for name, value in filters.items() if value is not None}
+    return {"limit": limit, **given, **({"next_token": next_token} if next_token else {})}
+
+
 def history(task_id: str, limit: int, next_token: str | None) -> Call[HistoryPage]:
-    params: dict[str, Any] = {"limit": limit}
-    if next_token is not None:
-        params["next_token"] = next_token
     path = f"/api/tasks/{_segment(task_id)}/history"
-    return Call("GET", path, _model(HistoryPage), params=params)
+    return Call("GET", path, _model(HistoryPage), params=_page(limit, next_token))
+
+
+def list_schedules(
+    status: tuple[str, ...], limit: int, next_token: str | None
+) -> Call[SchedulePage]:
+    params = _page(limit, next_token, status=list(status))
+    return Call("GET", "/api/schedules", _model(SchedulePage), params=params)
+
+
+def list_workflows(limit: int, next_token: str | None) -> Call[WorkflowPage]:
+    return Call("GET", "/api/workflows", _model(WorkflowPage), params=_page(limit, next_token))
+
+
+def nodes() -> Call[NodesOut]:
+    return Call("GET", "/api/nodes", _model(NodesOut))
+
+
+def stats() -> Call[dict[str, Any]]:
+    """What the dashboard reads, as plain data (its shape is the dashboard's to change)."""
+    return Call("GET", "/api/stats", _model(dict[str, Any]))
+
+
+def metrics() -> Call[str]:
+    return Call("GET", "/metrics", lambda body: body.decode("utf-8", "replace"))
 
 
 def get_workflow(workflow_id: str) -> Call[WorkflowOut]:

@@ -56,6 +56,9 @@ class Dispatcher:
             worker_id=worker_id,
         )
         self._metrics.started(claimed, now_ms)
+        # In the order pulled (priority first, then release), not the store's row order.
+        order = {item.seq: n for n, item in enumerate(items)}
+        claimed.sort(key=lambda task: order[task.seq])
         if len(claimed) < len(items):
             # Some were cancelled, or wait behind their ordering key; a claim that found
             # a key's holder ended may have handed it on: let the loader look now.

@@ -290,7 +290,9 @@ class Submissions:
         due = now_ms
         if schedule.type is ScheduleType.DELAYED:
             if schedule.due_ms is not None:
-                due = schedule.due_ms
+                # A due time already past means now: the task is due when accepted, and
+                # its lateness counts from then, not from a date years ago.
+                due = max(schedule.due_ms, now_ms)
             elif schedule.delay_seconds is not None:
                 due = now_ms + round(schedule.delay_seconds * 1000)
             else:

@@ -221,3 +221,77 @@ class WorkflowOut(Answer, frozen=True):
 class WorkflowCancelledOut(Answer, frozen=True):
     ok: bool
     cancelled: int
+
+
+class InstanceOut(Answer, frozen=True):
+    task_id: str
+    status: str
+    due_time: datetime
+    ended_at: datetime | None
+
+
+class ScheduleSummaryOut(Answer, frozen=True):
+    schedule_id: str
+    task_type: str
+    cron_expression: str
+    timezone: str
+    jitter_seconds: int
+    status: str  # active, paused or cancelled
+    queue: str
+    priority: int
+    misfire_policy: str
+    overlap_policy: str
+    created_at: datetime
+    next_fire_time: datetime | None
+    current_instance_id: str | None
+    last_run: InstanceOut | None
+
+
+class SchedulePage(Answer, frozen=True):
+    schedules: list[ScheduleSummaryOut]
+    next_token: str | None
+
+
+class WorkflowSummaryOut(Answer, frozen=True):
+    workflow_id: str
+    name: str
+    status: str
+    created_at: datetime
+    task_count: int
+    counts: dict[str, int]
+
+
+class WorkflowPage(Answer, frozen=True):
+    workflows: list[WorkflowSummaryOut]
+    next_token: str | None
+
+
+class PartitionLeaseOut(Answer, frozen=True):
+    partition: int
+    epoch: int
+    lease_expires_at: datetime
+
+
+class SchedulerNodeOut(Answer, frozen=True):
+    node_id: str
+    heartbeat_expires_at: datetime | None  # None: embedded mode, no heartbeat
+    partitions: list[PartitionLeaseOut]
+
+
+class WorkerOut(Answer, frozen=True):
+    worker_id: str
+    kind: str  # in_process, or http for a worker over the worker protocol
+    queues: list[str]
+    inflight: int
+    concurrency: int | None
+    started_at: datetime
+    last_heartbeat_at: datetime
+    expires_at: datetime
+    task_types: list[str] | None = None  # the task types it runs; None: any
+
+
+class NodesOut(Answer, frozen=True):
+    partition_count: int
+    unowned_partitions: list[int]
+    schedulers: list[SchedulerNodeOut]
+    workers: list[WorkerOut]

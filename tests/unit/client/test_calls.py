@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tickwheel.api.schemas.tasks import TaskIn
-from tickwheel.client import calls, task_body
+from tickwheel.client import Client, calls, task_body
 from tickwheel.errors import (
     Conflict,
     IdempotencyConflict,
@@ -119,3 +119,31 @@ def test_a_server_error_names_its_cause() -> None:
     assert isinstance(error, ServerError)
     assert (error.status, error.code) == (503, "storage_full")
     assert calls.error_of(502, {}, None).code is None  # type: ignore[attr-defined]
+
+
+def test_reading_calls_send_only_the_filters_given() -> None:
+    listed = calls.list_tasks(("failed",), None, 20, None, queue="emails", q=None)
+    assert (listed.path, listed.params) == (
+        "/api/tasks",
+        {"limit": 20, "status": ["failed"], "queue": "emails"},
+    )
+    schedules = calls.list_schedules(("paused",), 5, "tok")
+    assert schedules.path == "/api/schedules"
+    assert schedules.params == {"limit": 5, "status": ["paused"], "next_token": "tok"}
+    assert calls.list_workflows(20, None).params == {"limit": 20}
+    assert calls.history("t1", 3, None).params == {"limit": 3}
+    assert (calls.nodes().path, calls.stats().path, calls.metrics().path) == (
+        "/api/nodes",
+        "/api/stats",
+        "/metrics",
+    )
+    assert calls.metrics().parse(b"# TYPE x counter\n") == "# TYPE x counter\n"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8799x", "127.0.0.1:8700", "ftp://host", "http://", "http://h:70000"]
+)
+def test_a_url_that_names_no_server_is_refused_at_once(url: str) -> None:
+    with pytest.raises(ValueError, match="is not a server URL"):
+        Client(url)
+    assert Client("https://host/prefix/").url == "https://host/prefix"
