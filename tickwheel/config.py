@@ -52,6 +52,9 @@ class Settings:
     task_range_hours: float = 24.0
     retention_days: float | None = 30.0
     max_payload_bytes: int = 256 * 1024
+    # Refuse (422) a task whose type no live worker has registered, instead of
+    # accepting it with a warning; the built-in types are always accepted.
+    strict_task_types: bool = False
     max_batch_bytes: int = 32 * 1024 * 1024
     idempotency_window_seconds: float = 86400.0
     http_allow: str = ""  # comma-separated hosts, *.domains, IPs and networks

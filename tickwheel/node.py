@@ -32,11 +32,13 @@ from tickwheel.engine.schedules import CronResolver
 from tickwheel.engine.tasks import Submitted, TaskService
 from tickwheel.engine.timekeeper import Timekeeper
 from tickwheel.engine.trigger import TriggerEngine
+from tickwheel.engine.waits import Waits
 from tickwheel.engine.workflows import (
     WorkflowNode,
     WorkflowService,
     WorkflowView,
 )
+from tickwheel.engine.workforce import Handles, Workforce
 from tickwheel.metrics import prometheus
 from tickwheel.metrics.base import FLUSH_SECONDS, MetricsStore
 from tickwheel.metrics.factory import open_metrics
@@ -87,7 +89,9 @@ class Node:
         self.settings = settings or Settings()
         self.clock = clock or ClusterClock()
         self._http = HttpCaller(HttpPolicy.parse(self.settings.http_allow, self.settings.http_deny))
-        self.app = builtin_app(self._http).merged(app or App())
+        built_in = builtin_app(self._http)
+        self._built_in_types = frozenset(built_in.types)
+        self.app = built_in.merged(app or App())
         # Recurring workflows launch through a handler of the engine's own.
         self.app.task(WORKFLOW_TASK_TYPE, check_payload=self._check_launch)(self._launch)
         self._type_options = {name: _options_of(kind) for name, kind in self.app.types.items()}
@@ -169,6 +173,12 @@ class Node:
         self.reaper = Reaper(
             store=self.store, dispatcher=self.dispatcher, trigger=self.trigger, clock=self.clock
         )
+        own = None
+        if Role.WORKER in self.roles:  # known before this node's worker first reports
+            own = Handles(frozenset(s.queues), frozenset(self.app.types))
+        self.workforce = Workforce(
+            store=self.store, clock=self.clock, own=own, built_in=self._built_in_types
+        )
         self.service = TaskService(
             store=self.store,
             clock=self.clock,
@@ -179,8 +189,16 @@ class Node:
             check_payload=self._check_payload,
             local_watermark=self._local_watermark,
             push_ready=self._push_ready,
+            workforce=self.workforce,
+            strict_task_types=s.strict_task_types,
             max_payload_bytes=s.max_payload_bytes,
             idempotency_window_seconds=s.idempotency_window_seconds,
+        )
+        self.waits = Waits(
+            store=self.store,
+            clock=self.clock,
+            workforce=self.workforce,
+            depth=self.queue.fresh_depth,
         )
         self.workflows = WorkflowService(
             store=self.store, tasks=self.service, clock=self.clock, on_committed=self.trigger.poke

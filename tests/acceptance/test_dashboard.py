@@ -105,6 +105,20 @@ def test_cancel_from_the_task_page(page: Page, tickwheel: Tickwheel) -> None:
     assert answer["status"] == "cancelled"
 
 
+def test_a_blocked_tasks_page_names_its_predecessor_with_a_link(
+    page: Page, tickwheel: Tickwheel
+) -> None:
+    first = submit(tickwheel, schedule=in_seconds(3600))
+    blocked = submit(tickwheel, dependencies=[first])
+    page.goto(f"/#/task/{blocked}")
+    reason = page.locator("#waiting-on li[data-reason=predecessors]")
+    expect(reason).to_contain_text(first)
+    expect(reason.locator(".status")).to_have_text("pending")
+    reason.get_by_role("link", name=first).click()
+    expect(page.locator("h1 code")).to_have_text(first)
+    expect(page.locator("#waiting-on li[data-reason=due]")).to_have_count(1)
+
+
 def test_the_task_list_filters_and_finds_by_id(page: Page, tickwheel: Tickwheel) -> None:
     later = [submit(tickwheel, schedule=in_seconds(3600)) for _ in range(3)]
     page.goto("/#/tasks?status=pending")
@@ -186,6 +200,7 @@ def test_nodes_show_the_scheduler_and_the_worker(page: Page, tickwheel: Tickwhee
     expect(page.locator("tr[data-node-id]")).to_have_count(1)
     expect(page.locator("tr[data-node-id]")).to_contain_text("16:")  # all 16 partitions
     expect(page.locator("tr[data-worker-id]")).to_have_count(1)
+    expect(page.locator("tr[data-worker-id]")).to_contain_text("doomed")  # its App's types
 
 
 def test_an_outage_of_the_ready_queue_shows_a_banner_until_it_is_back(

@@ -98,7 +98,7 @@ def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
     out = run_shell(marked_blocks("workflows", "sh"), tw)
     assert '"name": "nightly-etl"' in out and '"load"' in out  # the workflow, as JSON
     assert '"schedule_id"' in out  # the recurring one
-    assert '"status":"pending"' in out  # the dependent task, accepted
+    assert '"status":"blocked"' in out  # the dependent task, accepted as stored
     assert '"field":"tasks"' in out and "a -> b -> a" in out  # the cycle, named
 
     (block,) = marked_blocks("workflow-python", "python")

@@ -267,11 +267,11 @@ async def test_a_repeated_chosen_id_is_held_by_the_task_it_made(store: Store) ->
     (first,) = await store.insert_tasks_with_holders([named("a")])
     held = await store.insert_tasks_with_holders([named("a"), named("b"), named("b")])
 
-    assert first == (first.seq, "task-a", False)
-    assert [(h.task_id, h.repeat) for h in held] == [
-        ("task-a", True),
-        ("task-b", False),
-        ("task-b", True),  # the same request twice in one call makes one task
+    assert first == (first.seq, "task-a", False, Status.PENDING)
+    assert [(h.task_id, h.repeat, h.status) for h in held] == [
+        ("task-a", True, None),  # a repeat: its original's status is read apart
+        ("task-b", False, Status.PENDING),
+        ("task-b", True, None),  # the same request twice in one call makes one task
     ]
     assert held[0].seq == first.seq and held[1].seq == held[2].seq
     assert [t.task_id for t in await store.list_tasks(EVERYTHING, before_seq=None, limit=10)] == [
@@ -1316,7 +1316,23 @@ async def test_dependencies_on_ended_tasks_are_settled_at_insert(store: Store) -
         Status.UPSTREAM_FAILED,
         Status.BLOCKED,
     ]
+    held = await store.insert_tasks_with_holders([after("w", "task-z"), after("v", "task-ok")])
+    assert [h.status for h in held] == [Status.BLOCKED, Status.PENDING]  # as stored
     assert not await store.has_propagations(T0 + DAY)
+
+
+async def test_predecessors_are_read_with_their_statuses_now(store: Store) -> None:
+    a, b, c, free = await store.insert_tasks(
+        [new_task("a"), new_task("b"), after("c", "task-b", "task-a"), new_task("free")]
+    )
+    await store.finish([success(await claim(store, a), at=T0 + 1)])
+    await claim(store, b)
+
+    found = await store.predecessors(c)
+
+    assert found == [("task-a", Status.SUCCEEDED), ("task-b", Status.RUNNING)]
+    assert found[0].task_id == "task-a" and found[1].status is Status.RUNNING
+    assert await store.predecessors(free) == []
 
 
 async def test_an_unknown_predecessor_rejects_the_insert(store: Store) -> None:
@@ -1359,6 +1375,16 @@ async def test_tasks_of_one_key_are_claimed_one_at_a_time_in_due_order(store: St
     assert late in [r.seq for r in rows]  # the loader finds it again
     assert await claim_all(store, [late], now=T0 + 3) == [late]
     assert await store.propagate(T0 + 4) == (0, 0, False)  # twice: nothing changes
+
+
+async def test_the_holder_of_an_ordering_key_is_read_by_its_task_id(store: Store) -> None:
+    a, b = await store.insert_tasks([in_line("a", due=T0), in_line("b", due=T0 + 1)])
+    assert await store.ordering_key_holder("account-7") is None  # nobody claimed yet
+    await claim(store, a)
+    assert await claim_all(store, [b], now=T0 + 2) == []
+
+    assert await store.ordering_key_holder("account-7") == "task-a"
+    assert await store.ordering_key_holder("account-8") is None
 
 
 async def test_different_keys_are_claimed_together(store: Store) -> None:
@@ -1660,6 +1686,19 @@ async def test_a_worker_report_keeps_its_start_and_queues_until_it_lapses(store:
     await store.worker_seen(WorkerBeat("w", "http", ("c",), None), ttl_ms=LONG_TTL)
     (back,) = await store.live_workers()
     assert back.started_ms > first.started_ms and back.queues == ("c",)
+
+
+async def test_a_worker_says_its_task_types_with_its_queues(store: Store) -> None:
+    typed = WorkerBeat("w", "in_process", ("default",), 4, ("greet", "noop"))
+    await store.worker_seen(typed, ttl_ms=LONG_TTL)
+    await store.worker_seen(WorkerBeat("any", "http", ("default",), None), ttl_ms=LONG_TTL)
+    any_type, w = await store.live_workers()
+    assert (w.task_types, any_type.task_types) == (("greet", "noop"), None)
+
+    await store.worker_seen(WorkerBeat("w", "http", None, None), ttl_ms=LONG_TTL)  # a heartbeat
+    assert (await store.live_workers())[1].task_types == ("greet", "noop")
+    await store.worker_seen(WorkerBeat("w", "http", ("default",), None), ttl_ms=LONG_TTL)
+    assert (await store.live_workers())[1].task_types is None  # said again: any type now
 
 
 async def test_a_worker_that_leaves_is_gone_at_once(store: Store) -> None:

@@ -102,8 +102,8 @@ async def test_dependencies_on_finished_tasks_are_settled_at_once(node: Node) ->
 
     after_done = (await node.submit("step", "x", dependencies=[done])).task_id
     after_broken = await node.submit("step", "y", dependencies=[broken])
-    assert after_broken.status is Status.PENDING  # the answer to the submission...
-    assert await status(node, after_broken.task_id) is Status.UPSTREAM_FAILED  # ...stored
+    assert after_broken.status is Status.UPSTREAM_FAILED  # the answer is as stored
+    assert await status(node, after_broken.task_id) is Status.UPSTREAM_FAILED
     assert (await settle(node, after_done))[after_done] is Status.SUCCEEDED
 
 

@@ -307,6 +307,16 @@ async def test_a_worker_over_http_is_listed_once_it_claims(api: httpx.AsyncClien
     assert [(w["kind"], w["queues"], w["concurrency"], w["inflight"]) for w in remote] == [
         ("http", ["far"], None, 0)
     ]
+    assert remote[0]["task_types"] is None  # it named none: it takes any
+
+
+async def test_a_worker_over_http_is_listed_with_the_task_types_it_claims(
+    api: httpx.AsyncClient,
+) -> None:
+    body = {"worker_id": "typed", "queues": ["far"], "task_types": ["greet"], "wait_seconds": 0}
+    assert (await api.post("/api/worker/claim", json=body)).status_code == 200
+    workers = (await api.get("/api/nodes")).json()["workers"]
+    assert [w["task_types"] for w in workers if w["worker_id"] == "typed"] == [["greet"]]
 
 
 # -- scopes ----------------------------------------------------------------------

@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from tickwheel.clock import ManualClock
+from tickwheel.config import Settings
 from tickwheel.engine.presence import Sightings
+from tickwheel.node import Node
 from tickwheel.storage.sqlite.store import SqliteStore
+from tickwheel.worker.registry import App
 
 
 @pytest.fixture
@@ -51,3 +54,31 @@ async def test_new_queues_are_written_at_once(store: SqliteStore) -> None:
         "w": ("b",),
         "other": ("a",),
     }
+
+
+async def test_task_types_are_said_with_the_queues_and_written_when_they_change(
+    store: SqliteStore,
+) -> None:
+    sightings = Sightings(store=store, clock=ManualClock(0), interval_seconds=5)
+    await sightings.seen("w", ["a"], ["greet"])
+    await sightings.seen("w")  # a heartbeat keeps them
+    assert [w.task_types for w in await store.live_workers()] == [("greet",)]
+    await sightings.seen("w", ["a"], ["greet", "wave"])
+    assert [w.task_types for w in await store.live_workers()] == [("greet", "wave")]
+    await sightings.seen("w", ["a"])  # no types named: any
+    assert [w.task_types for w in await store.live_workers()] == [None]
+
+
+async def test_an_in_process_worker_reports_its_apps_types_built_ins_included(
+    tmp_path: Path,
+) -> None:
+    app = App()
+    app.task("greet")(lambda ctx, payload: None)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'n.db'}")
+    async with Node(settings=settings, app=app) as node:
+        deadline = asyncio.get_running_loop().time() + 10
+        while not (found := await node.store.live_workers()):
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.05)
+    (worker,) = found
+    assert {"greet", "noop", "http"} <= set(worker.task_types or ())

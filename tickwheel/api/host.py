@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tickwheel.engine.remote import RemoteWorkers
     from tickwheel.engine.tasks import TaskService
     from tickwheel.engine.trigger import TriggerEngine
+    from tickwheel.engine.waits import Waits
     from tickwheel.engine.workflows import WorkflowService
     from tickwheel.metrics.base import MetricsStore
     from tickwheel.models import TaskOptions
@@ -58,6 +59,8 @@ class Host(Protocol):
     def admission(self) -> Admission: ...
     @property
     def remote(self) -> RemoteWorkers: ...
+    @property
+    def waits(self) -> Waits: ...
     def outages(self) -> list[str]: ...
     @property
     def trigger(self) -> TriggerEngine: ...

@@ -148,7 +148,10 @@ async def resume(task_id: str, request: Request) -> TaskOut:
     "/api/tasks/{task_id}", response_model=TaskOut, responses=ERRORS, dependencies=needs(Scope.READ)
 )
 async def get_task(task_id: str, request: Request) -> TaskOut:
-    return views.task_out(await node_of(request).service.get(task_id))
+    """A task (or a cron schedule, by its id), with `waiting_on`: why it has not started."""
+    node = node_of(request)
+    view = await node.service.get(task_id)
+    return views.task_out(view, await node.waits.of(view))
 
 
 @router.delete(

@@ -19,16 +19,19 @@ from tickwheel.api.schemas.ops import (
 from tickwheel.api.schemas.tasks import (
     BatchOut,
     ExecutionOut,
+    PredecessorOut,
     QueuesOut,
     RetryBackoffOut,
     ScheduleOut,
     SubmittedOut,
     TaskOut,
+    WaitOut,
 )
 from tickwheel.api.schemas.workflows import WorkflowIn, WorkflowNodeOut, WorkflowOut
 from tickwheel.clock import to_datetime
 from tickwheel.engine.operations import ClusterView, workflow_status
 from tickwheel.engine.tasks import Submitted, TaskView
+from tickwheel.engine.waits import Reason, Wait
 from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
 from tickwheel.models import ExecutionRecord, Status
 from tickwheel.storage.base import InstanceBrief, ScheduleSummary, WorkflowSummary
@@ -51,6 +54,7 @@ def submitted_out(submitted: Submitted) -> SubmittedOut:
         due_time=due,
         schedule_id=submitted.schedule_id,
         duplicate=submitted.duplicate,
+        warnings=list(submitted.warnings),
     )
 
 
@@ -72,10 +76,12 @@ def batch_answer(submitted: list[Submitted]) -> Response:
             due_time=due(s.due_ms),
             schedule_id=s.schedule_id,
             duplicate=s.duplicate,
+            warnings=list(s.warnings),
         )
         for s in submitted
     ]
-    body = BatchOut.model_construct(tasks=tasks).model_dump_json().encode()
+    warnings = list(dict.fromkeys(w for s in submitted for w in s.warnings))
+    body = BatchOut.model_construct(tasks=tasks, warnings=warnings).model_dump_json().encode()
     return Response(body, status_code=201, media_type="application/json")
 
 
@@ -92,7 +98,7 @@ def _status(view: TaskView) -> str:
     return str(view.status)
 
 
-def task_out(view: TaskView) -> TaskOut:
+def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
     r, s = view.record, view.schedule
     if r is None:
         raise LookupError(view.task_id)
@@ -134,6 +140,25 @@ def task_out(view: TaskView) -> TaskOut:
         worker_id=r.worker_id,
         last_error=r.last_error,
         current_instance_id=r.task_id if s else None,
+        waiting_on=None if waits is None else [_wait_out(w) for w in waits],
+    )
+
+
+def _wait_out(wait: Wait) -> WaitOut:
+    return WaitOut(
+        reason=str(wait.reason),
+        message=wait.message,
+        tasks=[PredecessorOut(task_id=p.task_id, status=str(p.status)) for p in wait.tasks]
+        if wait.reason is Reason.PREDECESSORS
+        else None,
+        key=wait.key,
+        holder=wait.holder,
+        schedule_id=wait.schedule_id,
+        due_time=to_datetime(wait.due_ms),
+        partition=wait.partition,
+        ahead=wait.ahead,
+        queue=wait.queue,
+        task_type=wait.task_type,
     )
 
 
@@ -256,6 +281,7 @@ def nodes_out(view: ClusterView) -> NodesOut:
                 worker_id=w.worker_id,
                 kind=w.kind,
                 queues=list(w.queues),
+                task_types=None if w.task_types is None else list(w.task_types),
                 inflight=w.inflight,
                 concurrency=w.concurrency,
                 started_at=_at(w.started_ms),

@@ -58,11 +58,24 @@ def _settings(log_level: str, *, needs_redis: bool = True) -> Settings:
 def api(
     host: Annotated[str | None, typer.Option(help="Address to bind.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to bind.")] = None,
+    strict_task_types: Annotated[
+        bool,
+        typer.Option(
+            "--strict-task-types",
+            envvar=env("strict_task_types"),
+            help="Refuse (422) a task whose type no live worker has registered.",
+        ),
+    ] = False,
     log_level: LOG_LEVEL = "info",
 ) -> None:
     """Serve the HTTP API (and the worker protocol) of a cluster."""
     settings = _settings(log_level)
-    settings = replace(settings, host=host or settings.host, port=port or settings.port)
+    settings = replace(
+        settings,
+        host=host or settings.host,
+        port=port or settings.port,
+        strict_task_types=strict_task_types or settings.strict_task_types,
+    )
     node = Node(settings=settings, roles=frozenset({Role.API}))
     typer.echo(f"Tickwheel API listening on http://{settings.host}:{settings.port}")
     serve(node, log_level=log_level)

@@ -137,6 +137,14 @@ def up(
         str,
         typer.Option(envvar=env("http_deny"), help="http tasks may never call these (same forms)."),
     ] = DEFAULTS.http_deny,
+    strict_task_types: Annotated[
+        bool,
+        typer.Option(
+            envvar=env("strict_task_types"),
+            help="Refuse (422) a task whose type no live worker has registered, instead of "
+            "a 201 with a warning.",
+        ),
+    ] = DEFAULTS.strict_task_types,
     worker: Annotated[
         bool,
         typer.Option(
@@ -172,6 +180,7 @@ def up(
         lease_seconds=lease_seconds,
         partition_lease_seconds=partition_lease_seconds,
         max_payload_bytes=max_payload_bytes,
+        strict_task_types=strict_task_types,
         shutdown_grace_seconds=shutdown_grace_seconds,
         max_streams=max_streams,
         idempotency_window_seconds=idempotency_window_seconds,

@@ -22,6 +22,9 @@ HTTP_TTL_SECONDS = 60.0
 INTERVAL_SECONDS = 5.0
 MAX_TRACKED = 10_000
 
+# What a worker over HTTP said it handles: its queues, and its task types (None: any).
+Handles = tuple[tuple[str, ...], tuple[str, ...] | None]
+
 
 class Sightings:
     def __init__(
@@ -36,26 +39,35 @@ class Sightings:
         self._clock = clock
         self._interval_ms = round(interval_seconds * 1000)
         self._ttl_ms = round(ttl_seconds * 1000)
-        # worker id -> (when last written, by this node's clock; the queues written)
-        self._written: dict[str, tuple[int, tuple[str, ...] | None]] = {}
+        # worker id -> (when last written, by this node's clock; what it said it handles)
+        self._written: dict[str, tuple[int, Handles | None]] = {}
 
-    async def seen(self, worker_id: str, queues: Collection[str] | None = None) -> None:
-        """A worker over HTTP claimed (with its `queues`) or heartbeated (None). Written
-        when its last write here is an interval old or its queues changed; a failure is
-        logged, never raised: the worker's own call matters more."""
+    async def seen(
+        self,
+        worker_id: str,
+        queues: Collection[str] | None = None,
+        task_types: Collection[str] | None = None,
+    ) -> None:
+        """A worker over HTTP claimed (with its `queues`, and the `task_types` it asked
+        for, None: any) or heartbeated (no queues). Written when its last write here is
+        an interval old or what it handles changed; a failure is logged, never raised:
+        the worker's own call matters more."""
         now = self._clock.now_ms()
-        said = None if queues is None else tuple(queues)
+        said = None
+        if queues is not None:
+            said = (tuple(queues), None if task_types is None else tuple(sorted(task_types)))
         last = self._written.get(worker_id)
         if last is not None and now - last[0] < self._interval_ms and said in (None, last[1]):
             return
         self._remember(worker_id, now, said if said is not None or last is None else last[1])
         try:
-            beat = WorkerBeat(worker_id, "http", said, None)
+            queues_said, types_said = said or (None, None)
+            beat = WorkerBeat(worker_id, "http", queues_said, None, types_said)
             await self._store.worker_seen(beat, ttl_ms=self._ttl_ms)
         except Exception as error:
             log_failure(log, error, "recording that worker %s is alive failed", worker_id)
 
-    def _remember(self, worker_id: str, now: int, queues: tuple[str, ...] | None) -> None:
+    def _remember(self, worker_id: str, now: int, queues: Handles | None) -> None:
         if len(self._written) >= MAX_TRACKED:  # many ids: forget those written long ago
             old = now - self._interval_ms
             self._written = {k: v for k, v in self._written.items() if v[0] >= old}

@@ -59,7 +59,7 @@ class RemoteWorkers:
         wait_seconds: float,
     ) -> list[ClaimedTask]:
         """Claim up to `max_tasks` due tasks, waiting up to `wait_seconds` for the first."""
-        await self._sightings.seen(worker_id, queues)
+        await self._sightings.seen(worker_id, queues, task_types)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while True:

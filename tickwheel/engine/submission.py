@@ -18,6 +18,7 @@ from tickwheel.core.retry import RetryPolicy
 from tickwheel.engine.batcher import Batcher
 from tickwheel.engine.reads import TaskReads
 from tickwheel.engine.schedules import first_due_ms, instance_of
+from tickwheel.engine.workforce import Workforce
 from tickwheel.errors import (
     Conflict,
     IdempotencyConflict,
@@ -110,6 +111,22 @@ def _check_schedule(schedule: ScheduleRequest) -> None:
         raise InvalidRequest("delay_seconds", f"must be from 0 to {MAX_DELAY_SECONDS:g}")
 
 
+def _unregistered_type(task_type: str) -> InvalidRequest:
+    return InvalidRequest(
+        "task_type",
+        f"no live worker has registered the task type {task_type!r} (strict_task_types)",
+    )
+
+
+def _type_warnings(task_type: str, unregistered: set[str]) -> tuple[str, ...]:
+    if task_type not in unregistered:
+        return ()
+    return (
+        f"no live worker has registered the task type {task_type!r}: the task waits until"
+        " one that does is running",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Submitted:
     task_id: str
@@ -117,6 +134,7 @@ class Submitted:
     due_ms: int
     schedule_id: str | None = None
     duplicate: bool = False  # an idempotent repeat: the task first created for the key
+    warnings: tuple[str, ...] = ()  # what the submitter should know: accepted all the same
 
 
 class Submissions:
@@ -130,9 +148,13 @@ class Submissions:
         on_committed: Callable[[], None] = lambda: None,
         check_payload: Callable[[str, Any], None] = lambda task_type, payload: None,
         push_ready: Callable[[list[ReadyItem]], Awaitable[None]] | None = None,
+        workforce: Workforce | None = None,
+        strict_task_types: bool = False,
         max_payload_bytes: int = 256 * 1024,
         idempotency_window_seconds: float = 86400.0,
     ) -> None:
+        """`workforce`: who runs what, to warn of a task type no live worker has
+        registered, or with `strict_task_types` to refuse it (422)."""
         self._store = store
         self._clock = clock
         self._partitions = partitions
@@ -141,6 +163,8 @@ class Submissions:
         self._check_type_payload = check_payload
         # Tasks due now go from here to the ready queue, not through a scheduler's load.
         self._push_ready = push_ready
+        self._workforce = workforce
+        self._strict_task_types = strict_task_types
         self.max_payload_bytes = max_payload_bytes
         self.idempotency_window_ms = round(idempotency_window_seconds * 1000)
         self._inserts: Batcher[NewTask, Held] = Batcher(store.insert_tasks_with_holders)
@@ -157,10 +181,13 @@ class Submissions:
     async def submit_many(self, requests: Sequence[TaskRequest]) -> list[Submitted]:
         """Commit one-off tasks together, all or none: every invalid entry is reported
         in one `InvalidBatch` (a cron request here is invalid too)."""
+        unregistered = await self._unregistered({r.task_type for r in requests})
         now = self._clock.now_ms()
         tasks, problems = [], []
         for index, request in enumerate(requests):
             try:
+                if self._strict_task_types and request.task_type in unregistered:
+                    raise _unregistered_type(request.task_type)
                 tasks.append(self.new_task(request, now, push=True))
             except InvalidRequest as problem:
                 problems.append((index, problem))
@@ -187,11 +214,26 @@ class Submissions:
         if not all(t.direct for t in tasks):
             self._on_committed()
         await self._push_direct(tasks, held, now)
-        submitted = [Submitted(t.task_id, Status.PENDING, t.due_ms) for t in tasks]
+        # Each as stored: blocked while it waits on predecessors, pending otherwise.
+        submitted = [
+            Submitted(t.task_id, h.status or Status.PENDING, t.due_ms)
+            for t, h in zip(tasks, held, strict=True)
+        ]
         repeats = [i for i, h in enumerate(held) if h.repeat]
         if repeats:
             await self._point_repeats_at_originals(submitted, held, repeats)
+        if unregistered:
+            submitted = [
+                replace(s, warnings=_type_warnings(t.task_type, unregistered))
+                for s, t in zip(submitted, tasks, strict=True)
+            ]
         return submitted
+
+    async def _unregistered(self, task_types: set[str]) -> set[str]:
+        """The task types no live worker has registered (read at most once a second)."""
+        if self._workforce is None:
+            return set()
+        return await self._workforce.unregistered(task_types)
 
     async def _push_direct(self, tasks: list[NewTask], held: list[Held], now_ms: int) -> None:
         """Hand the new tasks due now to the ready queue. They are committed already: if
@@ -283,6 +325,10 @@ class Submissions:
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
         encoded = self._check(request)
+        unregistered = await self._unregistered({request.task_type})
+        if unregistered and self._strict_task_types:
+            raise _unregistered_type(request.task_type)
+        warnings = _type_warnings(request.task_type, unregistered)
         if request.dependencies:
             raise InvalidRequest("dependencies", "a cron task cannot wait on other tasks")
         if request.ordering_key is not None:
@@ -323,9 +369,16 @@ class Submissions:
         if holder != schedule.schedule_id:
             view = await self._reads.get(holder)
             due = view.record.due_ms if view.record else first.due_ms
-            return Submitted(holder, view.status, due, holder, duplicate=True)
+            return Submitted(holder, view.status, due, holder, True, warnings)
         self._on_committed()
-        return Submitted(schedule.schedule_id, Status.PENDING, first.due_ms, schedule.schedule_id)
+        return Submitted(
+            schedule.schedule_id,
+            Status.PENDING,
+            first.due_ms,
+            schedule.schedule_id,
+            False,
+            warnings,
+        )
 
     def _idempotency(
         self, request: TaskRequest, request_hash: str | None, now_ms: int

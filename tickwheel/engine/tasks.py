@@ -14,6 +14,7 @@ from tickwheel.clock import Clock
 from tickwheel.engine.operations import TaskOperations
 from tickwheel.engine.reads import TaskReads, TaskView
 from tickwheel.engine.submission import Submissions, Submitted
+from tickwheel.engine.workforce import Workforce
 from tickwheel.models import TaskRecord
 from tickwheel.queue.base import ReadyItem
 from tickwheel.storage.base import Store
@@ -36,6 +37,8 @@ class TaskService:
         check_payload: Callable[[str, Any], None] = lambda task_type, payload: None,
         local_watermark: Callable[[int], int | None] = lambda _: None,
         push_ready: Callable[[list[ReadyItem]], Awaitable[None]] | None = None,
+        workforce: Workforce | None = None,
+        strict_task_types: bool = False,
         max_payload_bytes: int = 256 * 1024,
         idempotency_window_seconds: float = 86400.0,
     ) -> None:
@@ -48,6 +51,8 @@ class TaskService:
             on_committed=on_committed,
             check_payload=check_payload,
             push_ready=push_ready,
+            workforce=workforce,
+            strict_task_types=strict_task_types,
             max_payload_bytes=max_payload_bytes,
             idempotency_window_seconds=idempotency_window_seconds,
         )

@@ -30,6 +30,7 @@ from tickwheel.storage.records import (
     LeaseHolder,
     News,
     Page,
+    Predecessor,
     Propagated,
     Pruned,
     Renewal,
@@ -60,6 +61,7 @@ __all__ = [
     "OperationsStore",
     "Page",
     "PendingStore",
+    "Predecessor",
     "Propagated",
     "Pruned",
     "PrunedTaskStore",
@@ -112,6 +114,16 @@ class TaskReadStore(Protocol):
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         """The end recorded for the attempt of `fence`, if it ended (or was cancelled
         while it ran): what a repeated result is answered with."""
+        ...
+
+    async def predecessors(self, seq: int) -> list[Predecessor]:
+        """The tasks the task of `seq` waits on (or waited on), oldest first, each with
+        its status now: what a blocked task is explained by."""
+        ...
+
+    async def ordering_key_holder(self, ordering_key: str) -> str | None:
+        """The id of the task holding the ordering key now, if one does: what a waiting
+        task waits behind."""
         ...
 
 

@@ -54,6 +54,13 @@ class WorkflowSummary:
     counts: Mapping[Status, int]  # tasks by stored status
 
 
+class Predecessor(NamedTuple):
+    """A task another waits on, as it stands now."""
+
+    task_id: str
+    status: Status
+
+
 class SchedulerNode(NamedTuple):
     node_id: str
     expires_ms: int  # its heartbeat lapses then, by the store's clock
@@ -77,8 +84,11 @@ class WorkerBeat:
 
     worker_id: str
     kind: str  # "in_process" or "http"
-    queues: tuple[str, ...] | None  # None: keep what was said before
+    queues: tuple[str, ...] | None  # None: keep what was said before, task types too
     concurrency: int | None
+    # The task types it handles, said with its queues; None: any (a worker over HTTP
+    # that names none takes whatever its queues hold).
+    task_types: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +101,7 @@ class WorkerRecord:
     started_ms: int  # first seen alive (since it last stopped)
     seen_ms: int  # its last report, by the store's clock
     expires_ms: int
+    task_types: tuple[str, ...] | None = None  # None: any type
 
 
 class News(StrEnum):
@@ -116,6 +127,9 @@ class Held(NamedTuple):
     seq: int
     task_id: str
     repeat: bool = False
+    # The status the task was stored with (blocked while it waits on predecessors);
+    # None for a repeat, whose original may have moved on since.
+    status: Status | None = None
 
 
 class Fence(NamedTuple):

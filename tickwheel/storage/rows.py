@@ -245,4 +245,5 @@ def worker(r: Row) -> WorkerRecord:
         seen_ms=r["seen_at"],
         expires_ms=r["expires_at"],
         inflight=r["inflight"],
+        task_types=None if r["task_types"] is None else tuple(json.loads(r["task_types"])),
     )

@@ -36,10 +36,13 @@ class SubmittedOut(Answer, frozen=True):
     due_time: datetime
     schedule_id: str | None = None
     duplicate: bool = False  # True when this answers a repeated idempotency key
+    # A task type no live worker has registered, say.
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class BatchOut(Answer, frozen=True):
     tasks: list[SubmittedOut]
+    warnings: list[str] = msgspec.field(default_factory=list)  # each said once
 
 
 class ScheduleOut(Answer, frozen=True):
@@ -56,6 +59,27 @@ class ScheduleOut(Answer, frozen=True):
 class RetryBackoffOut(Answer, frozen=True):
     base_seconds: float
     max_seconds: float
+
+
+class PredecessorOut(Answer, frozen=True):
+    task_id: str
+    status: str
+
+
+class WaitOut(Answer, frozen=True):
+    """One thing a task waits on (see the API's `WaitOut`)."""
+
+    reason: str
+    message: str
+    tasks: list[PredecessorOut] | None = None
+    key: str | None = None
+    holder: str | None = None
+    schedule_id: str | None = None
+    due_time: datetime | None = None
+    partition: int | None = None
+    ahead: int | None = None
+    queue: str | None = None
+    task_type: str | None = None
 
 
 class TaskOut(Answer, frozen=True, kw_only=True):
@@ -82,6 +106,7 @@ class TaskOut(Answer, frozen=True, kw_only=True):
     worker_id: str | None
     last_error: str | None
     current_instance_id: str | None = None
+    waiting_on: list[WaitOut] | None = None  # why it has not started (GET of one task)
 
 
 class TaskPage(Answer, frozen=True):
@@ -262,6 +287,7 @@ class WorkerOut(Answer, frozen=True):
     started_at: datetime
     last_heartbeat_at: datetime
     expires_at: datetime
+    task_types: list[str] | None = None  # the task types it runs; None: any
 
 
 class NodesOut(Answer, frozen=True):

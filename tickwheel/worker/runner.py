@@ -372,7 +372,13 @@ class Worker:
 
     def _report_loop(self, registry: WorkerStore) -> Periodic:
         """One upsert per interval, whatever the number of tasks."""
-        beat = WorkerBeat(self.worker_id, "in_process", self._queues, self._concurrency)
+        beat = WorkerBeat(
+            self.worker_id,
+            "in_process",
+            self._queues,
+            self._concurrency,
+            tuple(sorted(self._app.types)),  # the built-in types included
+        )
         ttl_ms = round(self._report_seconds * 3000)
         return Periodic(
             "reporting this worker alive",

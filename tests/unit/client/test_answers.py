@@ -48,3 +48,50 @@ def test_an_api_answer_decodes_to_the_clients() -> None:
         now,
         False,
     )
+
+
+def test_the_clients_answers_carry_warnings_and_waiting_on() -> None:
+    now = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    sent = schemas.BatchOut(
+        tasks=[schemas.SubmittedOut(task_id="t1", status="blocked", due_time=now, warnings=["w"])],
+        warnings=["w"],
+    )
+    (read,) = calls.answer(calls.submit_many([]), 201, sent.model_dump_json().encode(), None)
+    assert (read.status, read.warnings) == ("blocked", ["w"])
+
+    wait = schemas.WaitOut(
+        reason="predecessors",
+        message="waits on t0",
+        tasks=[schemas.PredecessorOut(task_id="t0", status="running")],
+    )
+    task = schemas.TaskOut(
+        task_id="t1",
+        task_type="noop",
+        status="blocked",
+        payload=None,
+        schedule=schemas.ScheduleOut(type="immediate"),
+        queue="default",
+        priority=0,
+        max_retries=3,
+        retry_backoff=schemas.RetryBackoffOut(base_seconds=1, max_seconds=300),
+        timeout_seconds=None,
+        idempotency_key=None,
+        attempts=0,
+        fence=0,
+        due_time=now,
+        created_at=now,
+        triggered_at=None,
+        started_at=None,
+        completed_at=None,
+        lease_expires_at=None,
+        worker_id=None,
+        last_error=None,
+        waiting_on=[wait],
+    )
+    got = calls.answer(calls.get("t1"), 200, task.model_dump_json().encode(), None)
+    assert got.waiting_on is not None
+    (reason,) = got.waiting_on
+    assert (reason.reason, reason.tasks) == (
+        "predecessors",
+        [answers.PredecessorOut("t0", "running")],
+    )

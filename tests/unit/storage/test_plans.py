@@ -84,7 +84,7 @@ def test_a_batch_insert_costs_the_same_statements_whatever_its_size(size: int) -
     assert script.ops() == ["lock_marks", "next_seqs", "take_marks", "insert_tasks"]
     (rows,) = script.only(steps.InsertTasks)
     assert [r[:2] for r in rows.rows] == [[101 + i, 1001 + i] for i in range(size)]
-    assert held == [Held(101 + i, f"t{i}") for i in range(size)]
+    assert held == [Held(101 + i, f"t{i}", status=Status.PENDING) for i in range(size)]
 
 
 def test_a_task_its_submitter_pushes_itself_takes_no_mark() -> None:
@@ -107,7 +107,7 @@ def test_a_repeated_submission_is_answered_with_the_first_task() -> None:
     assert script.only(steps.StoredRequests) == [steps.StoredRequests(["a", "b"])]
     (rows,) = script.only(steps.InsertTasks)
     assert [r[2] for r in rows.rows] == ["b"]  # seq, mark, then the task id
-    assert held == [Held(7, "a", repeat=True), Held(101, "b")]
+    assert held == [Held(7, "a", repeat=True), Held(101, "b", status=Status.PENDING)]
 
 
 def test_a_key_held_for_another_request_writes_nothing() -> None:
@@ -124,7 +124,7 @@ def test_a_key_held_for_another_request_writes_nothing() -> None:
 def test_a_dependent_of_a_running_task_starts_blocked_and_watches_it() -> None:
     script = Script(statuses_of={"p": (5, Status.RUNNING), "done": (6, Status.SUCCEEDED)})
 
-    script.run(
+    held = script.run(
         inserts.insert_tasks(
             [task("inside"), task("d", predecessors=("p", "done", "inside")), task("free")]
         )
@@ -134,6 +134,7 @@ def test_a_dependent_of_a_running_task_starts_blocked_and_watches_it() -> None:
     (rows,) = script.only(steps.InsertTasks)
     statuses = [r[-4] for r in rows.rows]  # task_params ends with status and 3 more
     assert statuses == ["pending", "blocked", "pending"]
+    assert [h.status for h in held] == [Status.PENDING, Status.BLOCKED, Status.PENDING]
     (links,) = script.only(steps.InsertLinks)
     assert links.edges == [(5, 102, "waiting"), (6, 102, "satisfied"), (101, 102, "waiting")]
     assert links.counters == [(102, 3, 1)]

@@ -38,6 +38,7 @@ from tickwheel.api.schemas.tasks import (
     ExecutionOut,
     HealthOut,
     HistoryPage,
+    PredecessorOut,
     PriorityIn,
     QueuesOut,
     ReadyOut,
@@ -52,6 +53,7 @@ from tickwheel.api.schemas.tasks import (
     TaskIn,
     TaskOut,
     TaskPage,
+    WaitOut,
 )
 from tickwheel.api.schemas.worker import (
     AttemptEndOut,
@@ -97,6 +99,7 @@ __all__ = [
     "LeaseOut",
     "NodesOut",
     "PartitionLeaseOut",
+    "PredecessorOut",
     "PriorityIn",
     "ProblemOut",
     "QueuesOut",
@@ -120,6 +123,7 @@ __all__ = [
     "TaskIn",
     "TaskOut",
     "TaskPage",
+    "WaitOut",
     "WorkerOut",
     "WorkflowCancelledOut",
     "WorkflowIn",

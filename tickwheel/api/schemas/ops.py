@@ -79,6 +79,9 @@ class WorkerOut(BaseModel):
     worker_id: str
     kind: str = Field(description="in_process, or http for a worker over the worker protocol")
     queues: list[str]
+    task_types: list[str] | None = Field(
+        None, description="The task types it runs; null: any (a worker over HTTP naming none)"
+    )
     inflight: int = Field(description="Its tasks running now")
     concurrency: int | None = Field(description="Null for a worker over HTTP")
     started_at: datetime

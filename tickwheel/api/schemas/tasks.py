@@ -154,10 +154,18 @@ class SubmittedOut(BaseModel):
     due_time: datetime
     schedule_id: str | None = None
     duplicate: bool = Field(False, description="True when this answers a repeated idempotency key.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What to know of a task accepted all the same: a task type that no live "
+        "worker has registered (refused with 422 under strict_task_types).",
+    )
 
 
 class BatchOut(BaseModel):
     tasks: list[SubmittedOut]
+    warnings: list[str] = Field(
+        default_factory=list, description="Every warning of the batch's tasks, each once."
+    )
 
 
 class ScheduleOut(BaseModel):
@@ -174,6 +182,34 @@ class ScheduleOut(BaseModel):
 class RetryBackoffOut(BaseModel):
     base_seconds: float
     max_seconds: float
+
+
+class PredecessorOut(BaseModel):
+    task_id: str
+    status: str
+
+
+class WaitOut(BaseModel):
+    """One thing a task waits on: `reason` says which and `message` says it in words;
+    the fields that reason names are set, the others null."""
+
+    reason: str = Field(
+        description="predecessors (`tasks`: those not yet succeeded), ordering_key (`key`, "
+        "and `holder`: the id of the task holding it), schedule_paused (`schedule_id`), "
+        "due (`due_time`), no_scheduler (due, but no scheduler holds its `partition` to "
+        "release it), queued (ready: at most `ahead` tasks before it in `queue`) or "
+        "no_worker (no live worker takes `task_type` from `queue`)"
+    )
+    message: str
+    tasks: list[PredecessorOut] | None = None
+    key: str | None = None
+    holder: str | None = None
+    schedule_id: str | None = None
+    due_time: datetime | None = None
+    partition: int | None = None
+    ahead: int | None = None
+    queue: str | None = None
+    task_type: str | None = None
 
 
 class TaskOut(BaseModel):
@@ -200,6 +236,11 @@ class TaskOut(BaseModel):
     worker_id: str | None
     last_error: str | None
     current_instance_id: str | None = None
+    waiting_on: list[WaitOut] | None = Field(
+        None,
+        description="Why it has not started: what it waits on, most telling first (only "
+        "on GET /api/tasks/{id}); null once it runs or has ended.",
+    )
 
 
 class TaskPage(BaseModel):

@@ -123,6 +123,7 @@ export function task(root, params, id) {
         ["failed", "upstream_failed", "cancelled"].includes(t.status)
           ? h("button", { class: "primary", id: "redrive", onclick: () => act(() => api("/api/tasks/redrive", { method: "POST", body: { task_ids: [id] } })) }, "Re-drive")
           : ""),
+      waitingOn(t.waiting_on),
       h("div", { class: "two" },
         h("div", { class: "panel" }, fields([
           ["status", statusBadge(t.status)], ["type", t.task_type], ["queue", t.queue],
@@ -147,6 +148,35 @@ export function task(root, params, id) {
           h("td", {}, statusBadge(e.outcome)), h("td", { class: "muted" }, e.error ?? ""),
           h("td", { class: "num" }, e.fence)))));
   };
+}
+
+// Why the task has not started: each cause in words, with links to what it waits on
+// (where the API's message names a task, the link says it instead).
+function waitingOn(waits) {
+  if (!waits || !waits.length) return "";
+  const taskLink = (taskId) => h("a", { href: `#/task/${taskId}` }, h("code", {}, taskId));
+  const said = (w) => {
+    switch (w.reason) {
+      case "predecessors":
+        return w.tasks.length
+          ? ["waits on predecessors not yet succeeded: ",
+            w.tasks.map((p) => h("span", { class: "predecessor" }, taskLink(p.task_id), " ", statusBadge(p.status)))]
+          : w.message;
+      case "ordering_key":
+        return w.holder ? [`waits its turn on ordering key "${w.key}", held by `, taskLink(w.holder)] : w.message;
+      case "schedule_paused":
+        return [w.message, " (schedule ", taskLink(w.schedule_id), ")"];
+      case "queued":
+      case "no_worker":
+      case "no_scheduler":
+        return [w.message, " (", h("a", { href: "#/nodes" }, "nodes"), ")"];
+      default:
+        return w.message;
+    }
+  };
+  return h("div", { class: "panel waiting-on", id: "waiting-on" },
+    h("h2", {}, "Waiting on"),
+    h("ul", {}, waits.map((w) => h("li", { dataset: { reason: w.reason } }, said(w)))));
 }
 
 // -- schedules, workflows, nodes, dead letters -------------------------------------
@@ -214,9 +244,11 @@ export function nodes(root) {
           h("td", {}, s.heartbeat_expires_at ? when(s.heartbeat_expires_at) : "embedded: holds its leases")))),
       found.unowned_partitions.length ? h("p", { class: "error" }, `Partitions with no owner: ${found.unowned_partitions.join(", ")}`) : "",
       h("h2", {}, "Workers"),
-      table(["worker", "kind", "queues", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
+      table(["worker", "kind", "queues", "task types", "in flight", "concurrency", "last heartbeat"], found.workers.map((w) =>
         h("tr", { dataset: { workerId: w.worker_id } }, h("td", {}, h("code", {}, w.worker_id)),
-          h("td", {}, w.kind), h("td", {}, w.queues.join(", ")), h("td", { class: "num" }, w.inflight),
+          h("td", {}, w.kind), h("td", {}, w.queues.join(", ")),
+          h("td", {}, w.task_types ? w.task_types.join(", ") : h("span", { class: "muted" }, "any")),
+          h("td", { class: "num" }, w.inflight),
           h("td", { class: "num" }, w.concurrency ?? "–"), h("td", {}, when(w.last_heartbeat_at))))));
   };
 }

@@ -56,7 +56,8 @@ def insert_tasks(tasks: Sequence[NewTask]) -> Plan[list[Held]]:
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
         seq_of.update((yield SeqsOf(older)))
-    return held(tasks, originals, seq_of)
+    stored = {t.task_id: s for t, s in zip(fresh, graph.statuses, strict=True)}
+    return held(tasks, originals, seq_of, stored)
 
 
 def insert_workflow(workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> Plan[bool]:
@@ -118,11 +119,20 @@ def insert_rows(params: list[list[Any]], direct: Sequence[bool] = ()) -> Plan[li
     return seqs
 
 
-def held(tasks: Sequence[NewTask], originals: dict[int, str], seq_of: dict[str, int]) -> list[Held]:
-    """What holds each insert's slot: the task itself, or for a repeated submission the
-    task first made for it (`seq_of`: the seq of every task id involved)."""
+def held(
+    tasks: Sequence[NewTask],
+    originals: dict[int, str],
+    seq_of: dict[str, int],
+    stored: dict[str, Status],
+) -> list[Held]:
+    """What holds each insert's slot: the task itself, with the status it was stored
+    with (`stored`), or for a repeated submission the task first made for it (`seq_of`:
+    the seq of every task id involved)."""
     holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
-    return [Held(seq_of[h], h, i in originals) for i, h in enumerate(holders)]
+    return [
+        Held(seq_of[h], h, True) if i in originals else Held(seq_of[h], h, status=stored[h])
+        for i, h in enumerate(holders)
+    ]
 
 
 def row_marks(direct: Sequence[bool], marks: Iterable[int]) -> list[int]:

@@ -97,9 +97,10 @@ class PostgresCluster(PostgresBase):
 
     async def worker_seen(self, beat: WorkerBeat, *, ttl_ms: int) -> None:
         queues = None if beat.queues is None else json.dumps(list(beat.queues))
+        types = None if beat.task_types is None else json.dumps(list(beat.task_types))
 
         async def work(db: Db) -> None:
-            args = (beat.worker_id, beat.kind, queues, beat.concurrency, ttl_ms)
+            args = (beat.worker_id, beat.kind, queues, beat.concurrency, ttl_ms, types)
             await db.execute(q("worker_seen"), *args)
             await db.execute(q("forget_dead_workers"))
 

@@ -263,6 +263,15 @@ SELECT {task_columns} FROM tasks WHERE task_id = $1;
 -- name: get_tasks
 SELECT {task_columns} FROM tasks WHERE seq = ANY($1::bigint[]);
 
+-- name: predecessors_of
+SELECT t.task_id, t.status FROM task_edges AS e JOIN tasks AS t ON t.seq = e.predecessor_seq
+WHERE e.dependent_seq = $1
+ORDER BY t.seq;
+
+-- name: ordering_key_holder
+SELECT t.task_id FROM ordering_keys AS k JOIN tasks AS t ON t.seq = k.holder_seq
+WHERE k.ordering_key = $1;
+
 -- name: history_of_task
 SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
        e.retry_at
@@ -507,12 +516,15 @@ ORDER BY partition;
 
 -- name: worker_seen
 -- A worker that reports again after its report lapsed starts anew.
-INSERT INTO workers (worker_id, kind, queues, concurrency, started_at, seen_at, expires_at)
-SELECT $1, $2, COALESCE($3::text, '[]'), $4::int, n.now, n.now, n.now + $5::bigint
+-- Its task types are said with its queues: a report without queues keeps both.
+INSERT INTO workers (worker_id, kind, queues, task_types, concurrency, started_at, seen_at,
+                     expires_at)
+SELECT $1, $2, COALESCE($3::text, '[]'), $6::text, $4::int, n.now, n.now, n.now + $5::bigint
 FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now) AS n
 ON CONFLICT (worker_id) DO UPDATE
 SET kind = excluded.kind,
     queues = COALESCE($3::text, workers.queues),
+    task_types = CASE WHEN $3::text IS NULL THEN workers.task_types ELSE $6::text END,
     concurrency = excluded.concurrency,
     started_at = CASE WHEN workers.expires_at < excluded.seen_at
                       THEN excluded.seen_at ELSE workers.started_at END,
@@ -529,7 +541,7 @@ DELETE FROM workers WHERE worker_id = $1;
 -- name: live_workers
 -- Their tasks running now, counted in one pass over the running tasks.
 SELECT w.worker_id, w.kind, w.queues, w.concurrency, w.started_at, w.seen_at, w.expires_at,
-       COALESCE(r.n, 0)::int AS inflight
+       COALESCE(r.n, 0)::int AS inflight, w.task_types
 FROM workers AS w
 LEFT JOIN (
     SELECT worker_id, COUNT(*) AS n FROM tasks WHERE status = 'running' GROUP BY worker_id

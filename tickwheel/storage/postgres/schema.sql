@@ -196,7 +196,8 @@ CREATE TABLE workers (
     concurrency  integer,
     started_at   bigint NOT NULL,   -- first report since it was last seen gone
     seen_at      bigint NOT NULL,
-    expires_at   bigint NOT NULL
+    expires_at   bigint NOT NULL,
+    task_types   text               -- a JSON array; NULL: any type
 );
 
 -- An end that its dependents or its ordering key must be told of is queued in the

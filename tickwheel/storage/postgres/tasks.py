@@ -11,7 +11,14 @@ import asyncpg
 
 from tickwheel.models import ExecutionRecord, NewTask, Status, TaskRecord, WorkflowRecord
 from tickwheel.storage import rows as convert
-from tickwheel.storage.base import Held, Page, Propagated, TaskFilter, WorkflowSummary
+from tickwheel.storage.base import (
+    Held,
+    Page,
+    Predecessor,
+    Propagated,
+    TaskFilter,
+    WorkflowSummary,
+)
 from tickwheel.storage.listing import task_clauses
 from tickwheel.storage.named_queries import TASK_COLUMNS
 from tickwheel.storage.plans import attempts, propagation
@@ -39,6 +46,13 @@ class PostgresTasks(PostgresBase):
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         found = await self._fetch("execution_at_fence", task_seq, fence)
         return convert.execution(found[0]) if found else None
+
+    async def predecessors(self, seq: int) -> list[Predecessor]:
+        return [Predecessor(r[0], Status(r[1])) for r in await self._fetch("predecessors_of", seq)]
+
+    async def ordering_key_holder(self, ordering_key: str) -> str | None:
+        holder: str | None = await self._fetchval("ordering_key_holder", ordering_key)
+        return holder
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
         inserted = await self._transaction(

@@ -113,7 +113,8 @@ class SqliteCluster(SqliteBase):
             params = {
                 "worker_id": beat.worker_id,
                 "kind": beat.kind,
-                "queues": None if beat.queues is None else json.dumps(list(beat.queues)),
+                "queues": _json_list(beat.queues),
+                "task_types": _json_list(beat.task_types),
                 "concurrency": beat.concurrency,
                 "now": db.execute(f"SELECT {DB_NOW_MS}").fetchone()[0],
                 "ttl": ttl_ms,
@@ -152,3 +153,7 @@ class SqliteCluster(SqliteBase):
     async def active_tokens(self) -> dict[str, frozenset[str]]:
         rows = await self._reader.run(lambda db: db.execute(q("active_tokens")).fetchall())
         return {r[0]: frozenset(r[1].split(",")) for r in rows}
+
+
+def _json_list(names: tuple[str, ...] | None) -> str | None:
+    return None if names is None else json.dumps(list(names))

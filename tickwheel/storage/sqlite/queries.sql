@@ -242,6 +242,15 @@ SELECT {task_columns} FROM tasks WHERE task_id = ?;
 -- name: get_tasks
 SELECT {task_columns} FROM tasks WHERE seq IN (SELECT value FROM json_each(?));
 
+-- name: predecessors_of
+SELECT t.task_id, t.status FROM task_edges AS e JOIN tasks AS t ON t.seq = e.predecessor_seq
+WHERE e.dependent_seq = ?
+ORDER BY t.seq;
+
+-- name: ordering_key_holder
+SELECT t.task_id FROM ordering_keys AS k JOIN tasks AS t ON t.seq = k.holder_seq
+WHERE k.ordering_key = ?;
+
 -- name: history_of_task
 SELECT e.id, t.task_id, e.attempt, e.fence, e.worker_id, e.started_at, e.ended_at, e.outcome, e.error,
        e.retry_at
@@ -435,11 +444,15 @@ ORDER BY partition;
 
 -- name: worker_seen
 -- A worker that reports again after its report lapsed starts anew.
-INSERT INTO workers (worker_id, kind, queues, concurrency, started_at, seen_at, expires_at)
-VALUES (:worker_id, :kind, COALESCE(:queues, '[]'), :concurrency, :now, :now, :now + :ttl)
+-- Its task types are said with its queues: a report without queues keeps both.
+INSERT INTO workers (worker_id, kind, queues, task_types, concurrency, started_at, seen_at,
+                     expires_at)
+VALUES (:worker_id, :kind, COALESCE(:queues, '[]'), :task_types, :concurrency, :now, :now,
+        :now + :ttl)
 ON CONFLICT (worker_id) DO UPDATE
 SET kind = excluded.kind,
     queues = COALESCE(:queues, workers.queues),
+    task_types = CASE WHEN :queues IS NULL THEN workers.task_types ELSE :task_types END,
     concurrency = excluded.concurrency,
     started_at = CASE WHEN workers.expires_at < :now THEN :now ELSE workers.started_at END,
     seen_at = :now,
@@ -454,7 +467,7 @@ DELETE FROM workers WHERE worker_id = ?;
 -- name: live_workers
 -- Their tasks running now, counted in one pass over the running tasks.
 SELECT w.worker_id, w.kind, w.queues, w.concurrency, w.started_at, w.seen_at, w.expires_at,
-       COALESCE(r.n, 0) AS inflight
+       COALESCE(r.n, 0) AS inflight, w.task_types
 FROM workers AS w
 LEFT JOIN (
     SELECT worker_id, COUNT(*) AS n FROM tasks WHERE status = 'running' GROUP BY worker_id

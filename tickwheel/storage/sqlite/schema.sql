@@ -209,5 +209,6 @@ CREATE TABLE workers (
     concurrency  INTEGER,
     started_at   INTEGER NOT NULL,  -- first report since it was last seen gone
     seen_at      INTEGER NOT NULL,
-    expires_at   INTEGER NOT NULL
+    expires_at   INTEGER NOT NULL,
+    task_types   TEXT               -- a JSON array; NULL: any type
 ) WITHOUT ROWID;

@@ -11,7 +11,15 @@ from typing import Any
 
 from tickwheel.models import ExecutionRecord, NewTask, Status, TaskRecord, WorkflowRecord
 from tickwheel.storage import rows as convert
-from tickwheel.storage.base import Held, Page, Propagated, Pruned, TaskFilter, WorkflowSummary
+from tickwheel.storage.base import (
+    Held,
+    Page,
+    Predecessor,
+    Propagated,
+    Pruned,
+    TaskFilter,
+    WorkflowSummary,
+)
 from tickwheel.storage.listing import task_clauses
 from tickwheel.storage.plans import attempts, propagation
 from tickwheel.storage.plans import inserts as plans
@@ -43,6 +51,18 @@ class SqliteTasks(SqliteBase):
             lambda db: db.execute(q("execution_at_fence"), params).fetchone()
         )
         return convert.execution(found) if found else None
+
+    async def predecessors(self, seq: int) -> list[Predecessor]:
+        rows = await self._reader.run(
+            lambda db: db.execute(q("predecessors_of"), (seq,)).fetchall()
+        )
+        return [Predecessor(r[0], Status(r[1])) for r in rows]
+
+    async def ordering_key_holder(self, ordering_key: str) -> str | None:
+        row = await self._reader.run(
+            lambda db: db.execute(q("ordering_key_holder"), (ordering_key,)).fetchone()
+        )
+        return row[0] if row else None
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
         return await self._writer.transaction(
