@@ -100,6 +100,12 @@ class StoreUnavailable(TickwheelError):
     retry_after_seconds = 1
 
 
+class StoreUnreachable(StoreUnavailable):
+    """The store could not be connected to at all (not up yet, or away)."""
+
+    code = "store_unreachable"
+
+
 class QueueUnavailable(StoreUnavailable):
     """The ready queue (Redis) cannot be reached."""
 

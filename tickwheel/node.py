@@ -56,7 +56,7 @@ from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, Store
-from tickwheel.storage.factory import open_store
+from tickwheel.storage.factory import open_store_when_reachable
 from tickwheel.wire.requests import TaskRequest, request_of, schedule_of
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
@@ -106,7 +106,7 @@ class Node:
         """Open the store and the queue, then start this node's roles. If starting
         fails, what was opened is closed again and the partitions taken are given back."""
         s = self.settings
-        self.store: Store = await open_store(
+        self.store: Store = await open_store_when_reachable(
             s.database_url,
             partitions=s.partitions,
             migrate=s.migrate,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import signal
 from dataclasses import replace
@@ -23,8 +24,10 @@ from tickwheel.cli.serving import serve
 from tickwheel.cli.up import load_app
 from tickwheel.config import Role, Settings, env
 from tickwheel.node import Node
-from tickwheel.storage.factory import open_store
+from tickwheel.outage import Outage
+from tickwheel.storage.factory import open_store_when_reachable
 
+log = logging.getLogger(__name__)
 LOG_LEVEL = Annotated[str, typer.Option(envvar=env("log_level"))]
 
 
@@ -114,8 +117,11 @@ def migrate(log_level: LOG_LEVEL = "info") -> None:
     settings = _settings(log_level, needs_redis=False)
 
     async def apply() -> None:
-        store = await open_store(
-            settings.database_url, partitions=settings.partitions, name="tickwheel-migrate"
+        store = await open_store_when_reachable(
+            settings.database_url,
+            health=Outage("the store", log),
+            partitions=settings.partitions,
+            name="tickwheel-migrate",
         )
         await store.close()
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
 from urllib.parse import urlsplit
 
+from tickwheel.errors import StoreUnreachable
 from tickwheel.extras import POSTGRES, require
 from tickwheel.outage import Outage
 from tickwheel.storage.base import Store
+
+RETRY_SECONDS = 1.0  # between tries to reach a store that is not up yet
 
 
 async def open_store(
@@ -44,6 +49,23 @@ async def open_store(
     raise ValueError(
         f"unsupported database URL scheme {scheme!r}: use sqlite:///PATH or postgresql://..."
     )
+
+
+async def open_store_when_reachable(
+    url: str, *, health: Outage, retry_seconds: float = RETRY_SECONDS, **options: Any
+) -> Store:
+    """`open_store`, waiting for a store that cannot be reached yet (a container started
+    before its database, a restart): `health` tells the wait in a few lines. Anything
+    else (a wrong password, a schema not migrated) fails at once."""
+    while True:
+        try:
+            store = await open_store(url, health=health, **options)
+        except StoreUnreachable as error:
+            health.failed(error)
+            await asyncio.sleep(retry_seconds)
+            continue
+        health.succeeded()
+        return store
 
 
 def sqlite_path(url: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from tickwheel.errors import OutcomeUnknown, StoreUnavailable
+from tickwheel.errors import OutcomeUnknown, StoreUnavailable, StoreUnreachable
 from tickwheel.outage import Outage
 from tickwheel.storage.base import News, Page
 from tickwheel.storage.postgres.failures import Phase, classify, connection_failed
@@ -101,15 +101,20 @@ class PostgresBase:
 
     async def open(self) -> None:
         settings = self._settings()
-        # A statement that hangs (a half-open connection) fails instead of stalling a loop.
-        self._pool = await asyncpg.create_pool(
-            self.url,
-            min_size=1,
-            max_size=self._pool_size,
-            server_settings=settings,
-            command_timeout=COMMAND_TIMEOUT_SECONDS,
-            reset=_keep_session,
-        )
+        try:
+            # A statement that hangs (a half-open connection) fails, not stalls a loop.
+            self._pool = await asyncpg.create_pool(
+                self.url,
+                min_size=1,
+                max_size=self._pool_size,
+                server_settings=settings,
+                command_timeout=COMMAND_TIMEOUT_SECONDS,
+                reset=_keep_session,
+            )
+        except Exception as error:
+            if not connection_failed(error):
+                raise
+            raise StoreUnreachable(f"the PostgreSQL store cannot be reached: {error}") from error
         if self._migrate:
             await self._transaction(migrate)
         elif await self._transaction(pending_migrations):
