@@ -18,7 +18,7 @@ async def test_a_queue_that_cannot_open_closes_the_store_opened_before(
 ) -> None:
     opened: list[Store] = []
     closed: list[Store] = []
-    open_store = node_module.open_store
+    open_store = node_module.open_store_when_reachable
 
     async def recording_open_store(*args: Any, **kwargs: Any) -> Store:
         store = await open_store(*args, **kwargs)
@@ -32,7 +32,7 @@ async def test_a_queue_that_cannot_open_closes_the_store_opened_before(
         opened.append(store)
         return store
 
-    monkeypatch.setattr(node_module, "open_store", recording_open_store)
+    monkeypatch.setattr(node_module, "open_store_when_reachable", recording_open_store)
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'node.db'}",
         redis_url="nosuch://127.0.0.1:6379/0",  # refused as it is parsed: nothing connects
