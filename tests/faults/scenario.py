@@ -49,6 +49,17 @@ class Running:
             self.start("worker", f"worker-{i}")
         self.by_name["api"] = cluster.start_api("api", **self.every, **self.env_of.get("api", {}))
         assert wait_for(lambda: len(cluster.owners()) == schedulers, timeout=30), cluster.logs()
+        # Work flows only once every worker pulls: on a loaded machine a worker can take
+        # seconds to start, and a fault struck before then would strike nothing.
+        assert wait_for(lambda: len(self.live_workers()) >= workers, timeout=30), cluster.logs()
+
+    def live_workers(self) -> list[str]:
+        """The workers that reported themselves alive, by the store's clock."""
+        rows = self.cluster.query(
+            "SELECT worker_id FROM workers"
+            " WHERE expires_at >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+        )
+        return [r[0] for r in rows]
 
     def start(self, role: str, name: str) -> Process:
         env = {**self.every, **self.env_of.get(name, {})}

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import Target
+from harness import Target, wait_for
 from ledger import Ledger
 from runs import TargetRuns
 from scenario import Running, assert_nothing_wrong, cluster_for, run
@@ -21,11 +21,19 @@ def slow_tasks(target: Target) -> None:
 
 
 def busiest_worker(running: Running) -> str:
-    rows = running.cluster.query(
-        "SELECT worker_id, count(*) FROM tasks WHERE status = 'running' GROUP BY worker_id"
-        " ORDER BY count(*) DESC LIMIT 1"
-    )
-    return str(rows[0][0]) if rows else "worker-0"
+    """The worker holding the most running tasks, waited for (a few seconds at most)."""
+    found: list[str] = []
+
+    def holding() -> bool:
+        rows = running.cluster.query(
+            "SELECT worker_id, count(*) FROM tasks WHERE status = 'running'"
+            " GROUP BY worker_id ORDER BY count(*) DESC LIMIT 1"
+        )
+        found[:] = [str(r[0]) for r in rows]
+        return bool(found)
+
+    assert wait_for(holding, timeout=5, interval=0.05), "no worker held a running task"
+    return found[0]
 
 
 def test_kill_9_of_a_worker_mid_task(tmp_path: Path, ledger: Ledger) -> None:
