@@ -112,6 +112,8 @@ def test_a_table_on_a_terminal_json_elsewhere(tw: Tickwheel) -> None:
         assert process.wait(30) == 0
     os.close(main)
     assert f"task_id:             {task_id}" in shown.decode()
+    # Why it is not running, as a sentence rather than JSON.
+    assert re.search(r"waiting_on: +not due until 20", shown.decode()), shown.decode()
     assert ok(tw, "status", task_id)["task_id"] == task_id  # piped: JSON
 
 

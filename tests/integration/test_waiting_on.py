@@ -56,6 +56,8 @@ async def test_a_type_no_live_worker_registered_is_accepted_with_a_warning(
     assert batch.status_code == 201
     assert batch.json()["warnings"] == [warning]  # each said once for the batch
     assert [t["warnings"] for t in batch.json()["tasks"]] == [[warning], [warning], []]
+    workflow = await either_api.post("/api/workflows", json=GREET_THEN_NOOP)
+    assert workflow.status_code == 201 and workflow.json()["warnings"] == [warning]
 
     # A worker over HTTP says on its claim that it runs greet: read within a second.
     claim = {"worker_id": "remote", "queues": ["default"], "task_types": ["greet"]}
@@ -63,6 +65,15 @@ async def test_a_type_no_live_worker_registered_is_accepted_with_a_warning(
     await asyncio.sleep(1.1)
     assert (await submit(either_api, {"task_type": "greet"}))["warnings"] == []
     assert (await either_api.post("/api/tasks", json={"task_type": "wave"})).json()["warnings"]
+
+
+GREET_THEN_NOOP = {
+    "name": "greeting",
+    "tasks": [
+        {"name": "noop", "task_type": "noop", "dependencies": ["greet"]},
+        {"name": "greet", "task_type": "greet"},
+    ],
+}
 
 
 @pytest.fixture
@@ -94,8 +105,13 @@ async def test_strict_task_types_refuses_a_type_no_live_worker_registered(
     )
     assert batch.status_code == 422
     assert "tasks.1.task_type" in batch.text and "'wave'" in batch.text
+    wave = {**GREET_THEN_NOOP, "tasks": [{"name": "greet", "task_type": "wave"}]}
+    refused = await strict_api.post("/api/workflows", json=wave)
+    assert refused.status_code == 422 and "tasks.0.task_type" in refused.text
     listed = await strict_api.get("/api/tasks")
-    assert len(listed.json()["tasks"]) == 1  # the refused batch stored nothing
+    assert len(listed.json()["tasks"]) == 1  # the refused batch and workflow stored nothing
+    workflow = await strict_api.post("/api/workflows", json=GREET_THEN_NOOP)
+    assert workflow.status_code == 201 and workflow.json()["warnings"] == []
 
 
 # -- waiting_on, one cause at a time ------------------------------------------------

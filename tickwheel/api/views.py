@@ -189,6 +189,7 @@ def workflow_out(view: WorkflowView) -> WorkflowOut:
         created_at=created,
         counts=view.counts,
         tasks=[_node_out(n) for n in view.nodes],
+        warnings=list(view.warnings),
     )
 
 

@@ -85,7 +85,7 @@ def emit(
     if title is not None:
         typer.echo(title(data))
     if rows is None:
-        typer.echo(record(data))
+        typer.echo(record(sentences(data)))
     else:
         typer.echo(table(rows(data), columns, width()))
     note = footer(data)
@@ -166,6 +166,19 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], room: in
 
 def _fit(text: str, size: int) -> str:
     return text.ljust(size) if len(text) <= size else text[: size - 1] + "…"
+
+
+def sentences(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A record's explanations as sentences for people: what a task waits on and the
+    warnings of a submission, joined by semicolons, instead of JSON."""
+    shown = dict(data)
+    waits = shown.get("waiting_on")
+    if isinstance(waits, list) and waits:
+        shown["waiting_on"] = "; ".join(str(w.get("message", w)) for w in waits)
+    warnings = shown.get("warnings")
+    if isinstance(warnings, list) and warnings:
+        shown["warnings"] = "; ".join(map(str, warnings))
+    return shown
 
 
 def record(data: Mapping[str, Any]) -> str:

@@ -118,13 +118,16 @@ def _unregistered_type(task_type: str) -> InvalidRequest:
     )
 
 
-def _type_warnings(task_type: str, unregistered: set[str]) -> tuple[str, ...]:
-    if task_type not in unregistered:
-        return ()
+def type_warning(task_type: str) -> str:
+    """What a submitter is told of a task type no live worker has registered."""
     return (
-        f"no live worker has registered the task type {task_type!r}: the task waits until"
-        " one that does is running",
+        f"no live worker has registered the task type {task_type!r}: its tasks wait until"
+        " one that does is running"
     )
+
+
+def type_warnings(task_type: str, unregistered: set[str]) -> tuple[str, ...]:
+    return (type_warning(task_type),) if task_type in unregistered else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,18 +184,18 @@ class Submissions:
     async def submit_many(self, requests: Sequence[TaskRequest]) -> list[Submitted]:
         """Commit one-off tasks together, all or none: every invalid entry is reported
         in one `InvalidBatch` (a cron request here is invalid too)."""
-        unregistered = await self._unregistered({r.task_type for r in requests})
+        unregistered, problems = await self.check_task_types([r.task_type for r in requests])
         now = self._clock.now_ms()
-        tasks, problems = [], []
+        tasks, refused = [], {i for i, _ in problems}
         for index, request in enumerate(requests):
+            if index in refused:
+                continue
             try:
-                if self._strict_task_types and request.task_type in unregistered:
-                    raise _unregistered_type(request.task_type)
                 tasks.append(self.new_task(request, now, push=True))
             except InvalidRequest as problem:
                 problems.append((index, problem))
         if problems:
-            raise InvalidBatch(problems)
+            raise InvalidBatch(sorted(problems, key=lambda p: p[0]))
         try:
             held = await self._inserts.submit_many(tasks)
         except RejectedItems as rejected:
@@ -224,16 +227,23 @@ class Submissions:
             await self._point_repeats_at_originals(submitted, held, repeats)
         if unregistered:
             submitted = [
-                replace(s, warnings=_type_warnings(t.task_type, unregistered))
+                replace(s, warnings=type_warnings(t.task_type, unregistered))
                 for s, t in zip(submitted, tasks, strict=True)
             ]
         return submitted
 
-    async def _unregistered(self, task_types: set[str]) -> set[str]:
-        """The task types no live worker has registered (read at most once a second)."""
+    async def check_task_types(
+        self, task_types: Sequence[str]
+    ) -> tuple[set[str], list[tuple[int, InvalidRequest]]]:
+        """The task types no live worker has registered (read at most once a second),
+        and with `strict_task_types` the entries (by index) refused for naming one."""
         if self._workforce is None:
-            return set()
-        return await self._workforce.unregistered(task_types)
+            return set(), []
+        unregistered = await self._workforce.unregistered(set(task_types))
+        if not self._strict_task_types:
+            return unregistered, []
+        named = enumerate(task_types)
+        return unregistered, [(i, _unregistered_type(t)) for i, t in named if t in unregistered]
 
     async def _push_direct(self, tasks: list[NewTask], held: list[Held], now_ms: int) -> None:
         """Hand the new tasks due now to the ready queue. They are committed already: if
@@ -325,10 +335,10 @@ class Submissions:
 
     async def _submit_cron(self, request: TaskRequest) -> Submitted:
         encoded = self._check(request)
-        unregistered = await self._unregistered({request.task_type})
-        if unregistered and self._strict_task_types:
-            raise _unregistered_type(request.task_type)
-        warnings = _type_warnings(request.task_type, unregistered)
+        unregistered, refused = await self.check_task_types([request.task_type])
+        if refused:
+            raise refused[0][1]
+        warnings = type_warnings(request.task_type, unregistered)
         if request.dependencies:
             raise InvalidRequest("dependencies", "a cron task cannot wait on other tasks")
         if request.ordering_key is not None:

@@ -66,6 +66,7 @@ class TaskService:
             on_ended=on_ended,
         )
         self.submit, self.submit_many, self.new_task = s.submit, s.submit_many, s.new_task
+        self.check_task_types = s.check_task_types
         self.get, self.views, self.list_tasks = r.get, r.views, r.list_tasks
         self.count_by_status, self.history = r.count_by_status, r.history
         self.cancel, self.cancel_record, self.redrive = o.cancel, o.cancel_record, o.redrive

@@ -16,6 +16,7 @@ from typing import Protocol
 from tickwheel.clock import Clock
 from tickwheel.core.dag import InvalidGraph, ordered
 from tickwheel.engine.reads import TaskView
+from tickwheel.engine.submission import type_warning
 from tickwheel.errors import IdempotencyConflict, InvalidBatch, InvalidRequest, TaskNotFound
 from tickwheel.ids import new_id
 from tickwheel.models import NewTask, Status, TaskRecord, WorkflowRecord
@@ -44,6 +45,7 @@ class WorkflowView:
     status: str
     nodes: list[NodeView]
     duplicate: bool = False  # submitted again under its id: the workflow stored first
+    warnings: tuple[str, ...] = ()  # what the submitter should know: accepted all the same
 
     @property
     def counts(self) -> dict[str, int]:
@@ -80,6 +82,10 @@ class WorkflowTasks(Protocol):
 
     async def views(self, records: Sequence[TaskRecord]) -> list[TaskView]: ...
 
+    async def check_task_types(
+        self, task_types: Sequence[str]
+    ) -> tuple[set[str], list[tuple[int, InvalidRequest]]]: ...
+
     async def cancel_record(self, record: TaskRecord, *, quiet: bool) -> bool: ...
 
 
@@ -113,6 +119,11 @@ class WorkflowService:
         if idempotency_key is not None:
             workflow_id = keyed_workflow_id(idempotency_key)
             request_hash = _request_hash(name, nodes)
+        unregistered, refused = await self._tasks.check_task_types(
+            [n.request.task_type for n in nodes]
+        )
+        if refused:
+            raise InvalidBatch(refused)
         workflow = WorkflowRecord(workflow_id or new_id(), name, self._clock.now_ms(), request_hash)
         tasks = self._tasks_of(workflow, nodes)
         created = await self._store.insert_workflow(workflow, tasks)
@@ -125,7 +136,8 @@ class WorkflowService:
                 f" ({workflow.workflow_id}); use a new key for a new workflow",
                 workflow.workflow_id,
             )
-        return replace(view, duplicate=not created)
+        warnings = tuple(type_warning(t) for t in sorted(unregistered))
+        return replace(view, duplicate=not created, warnings=warnings)
 
     def check(self, name: str, nodes: Sequence[WorkflowNode]) -> None:
         """Raise what `submit` would for this workflow, storing nothing."""

@@ -216,6 +216,7 @@ class WorkflowOut(Answer, frozen=True):
     created_at: datetime
     counts: dict[str, int]  # how many of its tasks are in each status
     tasks: list[WorkflowNodeOut]
+    warnings: list[str] = msgspec.field(default_factory=list)  # as on a submitted task
 
 
 class WorkflowCancelledOut(Answer, frozen=True):

@@ -89,6 +89,11 @@ class WorkflowOut(BaseModel):
     created_at: datetime
     counts: dict[str, int] = Field(description="How many of its tasks are in each status")
     tasks: list[WorkflowNodeOut]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What to know of a workflow accepted all the same: a task type that no"
+        " live worker has registered (refused with 422 under strict_task_types).",
+    )
 
 
 class WorkflowCancelledOut(BaseModel):
