@@ -232,6 +232,12 @@ def _completed(defaults: TaskOptions, given: tuple[Any, ...]) -> TaskOptions:
 
 def schedule_request(s: ScheduleFields) -> ScheduleRequest:
     """The engine's schedule for a body's `schedule`; the limits are the engine's to check."""
+    if (
+        s.type == ScheduleType.IMMEDIATE
+        and s.misfire_policy in (None, MisfirePolicy.RUN_ONCE)
+        and s.overlap_policy in (None, OverlapPolicy.ALLOW)
+    ):
+        return _RUN_NOW  # most tasks of a batch: one object for them all
     misfire = _choice(MisfirePolicy, "misfire_policy", s.misfire_policy)
     overlap = _choice(OverlapPolicy, "overlap_policy", s.overlap_policy)
     if s.type == ScheduleType.CRON and s.cron_expression is not None:
@@ -249,6 +255,9 @@ def schedule_request(s: ScheduleFields) -> ScheduleRequest:
             return ScheduleRequest(ScheduleType.DELAYED, due_ms, None, None, misfire, overlap)
         return ScheduleRequest(ScheduleType.DELAYED, None, s.delay_seconds, None, misfire, overlap)
     return ScheduleRequest(ScheduleType(s.type), misfire=misfire, overlap=overlap)
+
+
+_RUN_NOW = ScheduleRequest(ScheduleType.IMMEDIATE)
 
 
 def _cron_field(error: ValueError) -> str:

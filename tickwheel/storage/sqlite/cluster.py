@@ -4,7 +4,6 @@ tokens."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Collection, Mapping
@@ -19,7 +18,7 @@ from tickwheel.storage.base import (
     WorkerRecord,
 )
 from tickwheel.storage.sqlite.base import SqliteBase, read_now
-from tickwheel.storage.sqlite.queries import DB_NOW_MS, q
+from tickwheel.storage.sqlite.queries import DB_NOW_MS, as_json, q
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ class SqliteCluster(SqliteBase):
                 db.execute(q("set_watermark"), fence)
             gone = [(p, node_id, epoch) for p, (epoch, _) in marks.items() if p not in want]
             db.executemany(q("release_lease"), gone)
-            taken = {**params, "wanted": json.dumps(sorted(want))}
+            taken = {**params, "wanted": as_json(sorted(want))}
             held = dict(db.execute(q("acquire_leases"), taken).fetchall())
             if not beat:
                 return Renewal(held, [])
@@ -156,4 +155,4 @@ class SqliteCluster(SqliteBase):
 
 
 def _json_list(names: tuple[str, ...] | None) -> str | None:
-    return None if names is None else json.dumps(list(names))
+    return None if names is None else as_json(list(names))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -15,8 +14,8 @@ from tickwheel.storage.base import News
 from tickwheel.storage.plans import attempts, propagation
 from tickwheel.storage.plans.steps import Claim
 from tickwheel.storage.sqlite.base import SqliteBase
-from tickwheel.storage.sqlite.queries import NEVER, q
-from tickwheel.storage.sqlite.steps import SqliteSteps, run
+from tickwheel.storage.sqlite.queries import NEVER, as_json, q
+from tickwheel.storage.sqlite.steps import claim_params, run
 
 
 class SqliteDispatch(SqliteBase):
@@ -28,7 +27,7 @@ class SqliteDispatch(SqliteBase):
         due_until: int,
         mark_after: int | None = None,
     ) -> list[WheelEntry]:
-        parts = json.dumps(sorted(partitions))
+        parts = as_json(sorted(partitions))
         if mark_after is None:
             name = "load_due_range"
             params: dict[str, Any] = {
@@ -46,7 +45,7 @@ class SqliteDispatch(SqliteBase):
         self, partitions: Collection[int], *, due_before: int, limit: int
     ) -> list[WheelEntry]:
         params = {
-            "partitions": json.dumps(sorted(partitions)),
+            "partitions": as_json(sorted(partitions)),
             "before": due_before,
             "limit": limit,
         }
@@ -66,9 +65,10 @@ class SqliteDispatch(SqliteBase):
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
     ) -> list[ClaimedTask]:
         plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False)
+        params = claim_params(plain)
 
         def work(db: sqlite3.Connection) -> list[Any]:
-            rows = SqliteSteps(db).claim(plain)
+            rows = db.execute(q("claim"), params).fetchall()
             if len(rows) < len(items):  # cancelled meanwhile, or behind an ordering key
                 rest = replace(plain, items=propagation.unclaimed(items, rows))
                 rows += run(db, propagation.claim_keyed(rest))
@@ -78,7 +78,7 @@ class SqliteDispatch(SqliteBase):
         return [convert.claimed(r) for r in rows]
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
-        params = {"fences": json.dumps(list(fences.items())), "until": until_ms}
+        params = {"fences": as_json(list(fences.items())), "until": until_ms}
         rows = await self._writer.transaction(
             lambda db: db.execute(q("extend_leases"), params).fetchall(), acknowledged=False
         )
@@ -92,6 +92,6 @@ class SqliteDispatch(SqliteBase):
     async def expired_leases(
         self, partitions: Collection[int], *, now_ms: int, limit: int
     ) -> list[TaskRecord]:
-        params = {"partitions": json.dumps(sorted(partitions)), "now": now_ms, "limit": limit}
+        params = {"partitions": as_json(sorted(partitions)), "now": now_ms, "limit": limit}
         rows = await self._reader.run(lambda db: db.execute(q("expired_leases"), params).fetchall())
         return [convert.task(r) for r in rows]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
+
+import msgspec
 
 from tickwheel.storage.named_queries import SCHEDULE_COLUMNS, TASK_COLUMNS, load
 
-__all__ = ["SCHEDULE_COLUMNS", "TASK_COLUMNS", "q"]
+__all__ = ["SCHEDULE_COLUMNS", "TASK_COLUMNS", "as_json", "q"]
 
 
 @cache
@@ -21,3 +24,13 @@ def q(name: str) -> str:
 # The database's clock, in ms since the epoch.
 DB_NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 NEVER = 2**62  # beyond any time or id: an open bound
+
+
+_JSON = msgspec.json.Encoder()
+
+
+def as_json(value: Any) -> str:
+    """A batch bound as one JSON text, which a statement reads with `json_each`.
+    msgspec takes a tenth of `json.dumps`'s time, and much of it is spent on the
+    writer's thread, where every moment holds up every other write."""
+    return _JSON.encode(value).decode()

@@ -10,11 +10,10 @@ a walk of the old tasks kept (a few, usually), not of the table.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 from tickwheel.storage.base import Pruned
-from tickwheel.storage.sqlite.queries import q
+from tickwheel.storage.sqlite.queries import as_json, q
 
 # What refers to a deleted task by its seq, deleted with it.
 _WITH_THE_TASKS = (
@@ -39,17 +38,17 @@ def delete_ended(
     workflows = sorted({w for _, w in found if w is not None})
     kept: set[str] = set()
     if workflows:
-        ids = {"ids": json.dumps(workflows), "before": ended_before_ms}
+        ids = {"ids": as_json(workflows), "before": ended_before_ms}
         kept = {r[0] for r in db.execute(q("workflows_kept"), ids)}
-    seqs = json.dumps([seq for seq, w in found if w not in kept])
+    seqs = as_json([seq for seq, w in found if w not in kept])
     deleted = db.execute(q("delete_tasks"), (seqs,)).fetchall()
     if deleted:
         for name in _WITH_THE_TASKS:
             db.execute(q(name), (seqs,))
         keys = [[t, k, task_id] for t, k, task_id in deleted if k is not None]
         if keys:
-            db.execute(q("delete_idempotency_keys"), (json.dumps(keys),))
+            db.execute(q("delete_idempotency_keys"), (as_json(keys),))
         emptied = sorted(set(workflows) - kept)
         if emptied:
-            db.execute(q("delete_empty_workflows"), (json.dumps(emptied),))
+            db.execute(q("delete_empty_workflows"), (as_json(emptied),))
     return Pruned(len(deleted), last if looked_at == batch else None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
@@ -11,7 +10,7 @@ from tickwheel.storage import rows as convert
 from tickwheel.storage.base import Advance, Page, ScheduleSummary
 from tickwheel.storage.plans import inserts as plans
 from tickwheel.storage.sqlite.base import SqliteBase, below
-from tickwheel.storage.sqlite.queries import q
+from tickwheel.storage.sqlite.queries import as_json, q
 from tickwheel.storage.sqlite.steps import run
 
 
@@ -28,7 +27,7 @@ class SqliteSchedules(SqliteBase):
         return convert.schedule(row) if row else None
 
     async def schedules_of(self, seqs: Collection[int]) -> dict[int, ScheduleRecord]:
-        arg = json.dumps(list(seqs))
+        arg = as_json(list(seqs))
         rows = await self._reader.run(lambda db: db.execute(q("schedules_of"), (arg,)).fetchall())
         schedules = [convert.schedule(r) for r in rows]
         return {s.current_seq: s for s in schedules if s.current_seq is not None}
@@ -41,7 +40,7 @@ class SqliteSchedules(SqliteBase):
     async def set_schedule_status(
         self, schedule_id: str, status: str, *, only_from: Collection[str] | None = None
     ) -> ScheduleRecord | None:
-        only = json.dumps(list(only_from)) if only_from is not None else None
+        only = as_json(list(only_from)) if only_from is not None else None
         params = {"status": status, "schedule_id": schedule_id, "only_from": only}
 
         def work(db: sqlite3.Connection) -> ScheduleRecord | None:
@@ -55,6 +54,6 @@ class SqliteSchedules(SqliteBase):
     async def list_schedules(
         self, *, statuses: Collection[str], before: Page | None, limit: int
     ) -> list[ScheduleSummary]:
-        params = {**below(before), "statuses": json.dumps(sorted(statuses)), "limit": limit}
+        params = {**below(before), "statuses": as_json(sorted(statuses)), "limit": limit}
         rows = await self._reader.run(lambda db: db.execute(q("list_schedules"), params).fetchall())
         return [convert.schedule_summary(r) for r in rows]

@@ -8,7 +8,6 @@ seqs and marks handed out inside the write transaction are in commit order.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
@@ -17,12 +16,24 @@ from tickwheel.storage import rows as convert
 from tickwheel.storage.plans import steps
 from tickwheel.storage.plans.steps import KeyRef, Plan, T
 from tickwheel.storage.records import Fence
-from tickwheel.storage.sqlite.queries import DB_NOW_MS, q
+from tickwheel.storage.sqlite.queries import DB_NOW_MS, as_json, q
 
 
 def run(db: sqlite3.Connection, plan: Plan[T]) -> T:
     """Run `plan` on `db`, in the caller's transaction."""
     return steps.run(plan, steps.answerer(SqliteSteps(db)))
+
+
+def claim_params(step: steps.Claim) -> dict[str, Any]:
+    """The claim statement's parameters: built off the writer's thread where it can be,
+    since every moment on that thread holds up every other write."""
+    return {
+        "claims": as_json(step.items),
+        "now": step.now,
+        "lease_until": step.lease_until,
+        "worker_id": step.worker_id,
+        "keyed": int(step.keyed),
+    }
 
 
 class SqliteSteps:
@@ -54,7 +65,7 @@ class SqliteSteps:
         self.db.executemany(q("insert_task"), step.rows)
 
     def seqs_of(self, step: steps.SeqsOf) -> dict[str, int]:
-        return dict(self._rows("seqs_of", (json.dumps(step.task_ids),)))
+        return dict(self._rows("seqs_of", (as_json(step.task_ids),)))
 
     def delete_task(self, step: steps.DeleteTask) -> None:
         self.db.execute("DELETE FROM tasks WHERE seq = ?", (step.seq,))
@@ -62,47 +73,47 @@ class SqliteSteps:
     # -- repeated submissions
 
     def stored_requests(self, step: steps.StoredRequests) -> dict[str, str | None]:
-        return dict(self._rows("stored_requests", (json.dumps(step.task_ids),)))
+        return dict(self._rows("stored_requests", (as_json(step.task_ids),)))
 
     def take_keys(self, step: steps.TakeKeys) -> set[KeyRef]:
-        params = {"keys": json.dumps(step.rows), "since": step.free_before}
+        params = {"keys": as_json(step.rows), "since": step.free_before}
         return {(r[0], r[1]) for r in self._rows("take_idempotency_keys", params)}
 
     def key_holders(self, step: steps.KeyHolders) -> dict[KeyRef, tuple[str, str]]:
-        held = self._rows("idempotency_key_holders", (json.dumps(step.keys),))
+        held = self._rows("idempotency_key_holders", (as_json(step.keys),))
         return {(r[0], r[1]): (r[2], r[3]) for r in held}
 
     # -- dependencies
 
     def statuses_of(self, step: steps.StatusesOf) -> dict[str, tuple[int, Status]]:
-        found = self._rows("statuses_of", (json.dumps(step.task_ids),))
+        found = self._rows("statuses_of", (as_json(step.task_ids),))
         return {task_id: (seq, Status(status)) for task_id, seq, status in found}
 
     def insert_links(self, step: steps.InsertLinks) -> None:
         self.db.executemany(q("insert_edge"), step.edges)
         self.db.executemany(q("insert_dependency"), step.counters)
-        self.db.execute(q("mark_has_dependents"), (json.dumps(step.watched),))
+        self.db.execute(q("mark_has_dependents"), (as_json(step.watched),))
 
     def take_propagations(self, step: steps.TakePropagations) -> list[Any]:
         return self._rows("take_propagations", {"limit": step.limit, "now": step.now})
 
     def settle_edges(self, step: steps.SettleEdges) -> list[tuple[int, int]]:
-        params = {"seqs": json.dumps(step.seqs), "state": step.state}
+        params = {"seqs": as_json(step.seqs), "state": step.state}
         return [(r[0], r[1]) for r in self._rows("settle_edges", params)]
 
     def count_satisfied(self, step: steps.CountSatisfied) -> list[tuple[int, bool]]:
-        counted = self._rows("count_satisfied", {"counts": json.dumps(step.counts)})
+        counted = self._rows("count_satisfied", {"counts": as_json(step.counts)})
         return [(r[0], bool(r[1])) for r in counted]
 
     def unblock(self, step: steps.Unblock) -> int:
-        return self._changed("unblock", {"tasks": json.dumps(step.tasks), "now": step.now})
+        return self._changed("unblock", {"tasks": as_json(step.tasks), "now": step.now})
 
     def fail_upstream(self, step: steps.FailUpstream) -> int:
-        params = {"tasks": json.dumps(step.tasks), "now": step.now}
+        params = {"tasks": as_json(step.tasks), "now": step.now}
         return self._changed("fail_upstream", params)
 
     def forget_propagations(self, step: steps.ForgetPropagations) -> None:
-        self.db.execute(q("forget_propagations"), (json.dumps(step.seqs),))
+        self.db.execute(q("forget_propagations"), (as_json(step.seqs),))
 
     def propagate_later(self, step: steps.PropagateLater) -> None:
         self.db.executemany(q("propagate_later"), step.rows)
@@ -132,26 +143,19 @@ class SqliteSteps:
         self.db.execute(q("take_turn"), {"seq": step.seq, "mark": step.mark})
 
     def keyed_claims(self, step: steps.KeyedClaims) -> list[tuple[int, str]]:
-        params = {"seqs": json.dumps(step.seqs), "latest": step.latest}
+        params = {"seqs": as_json(step.seqs), "latest": step.latest}
         return [(r[0], r[1]) for r in self._rows("keyed_claims", params)]
 
     def wait_for_turn(self, step: steps.WaitForTurn) -> None:
-        self.db.execute(q("wait_for_turn"), (json.dumps(step.seqs),))
+        self.db.execute(q("wait_for_turn"), (as_json(step.seqs),))
 
     # -- attempts
 
     def claim(self, step: steps.Claim) -> list[Any]:
-        params = {
-            "claims": json.dumps(step.items),
-            "now": step.now,
-            "lease_until": step.lease_until,
-            "worker_id": step.worker_id,
-            "keyed": int(step.keyed),
-        }
-        return self._rows("claim", params)
+        return self._rows("claim", claim_params(step))
 
     def finish_rows(self, step: steps.FinishRows) -> list[Any]:
-        return self._rows("finish", {"finishes": json.dumps(step.rows)})
+        return self._rows("finish", {"finishes": as_json(step.rows)})
 
     def insert_executions(self, step: steps.InsertExecutions) -> None:
         self.db.executemany(q("insert_execution"), step.rows)

@@ -4,7 +4,6 @@ are named queries."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -24,7 +23,7 @@ from tickwheel.storage.listing import task_clauses
 from tickwheel.storage.plans import attempts, propagation
 from tickwheel.storage.plans import inserts as plans
 from tickwheel.storage.sqlite.base import SqliteBase, below, first_seq_created
-from tickwheel.storage.sqlite.queries import NEVER, TASK_COLUMNS, q
+from tickwheel.storage.sqlite.queries import NEVER, TASK_COLUMNS, as_json, q
 from tickwheel.storage.sqlite.retention import delete_ended
 from tickwheel.storage.sqlite.steps import run
 
@@ -41,7 +40,7 @@ class SqliteTasks(SqliteBase):
         return convert.task(row) if row else None
 
     async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]:
-        arg = json.dumps(list(seqs))
+        arg = as_json(list(seqs))
         rows = await self._reader.run(lambda db: db.execute(q("get_tasks"), (arg,)).fetchall())
         return [convert.task(r) for r in rows]
 
@@ -77,7 +76,7 @@ class SqliteTasks(SqliteBase):
             if row is None:
                 return None
             tasks = [convert.task(r) for r in db.execute(q("workflow_tasks"), (workflow_id,))]
-            seqs = json.dumps([t.seq for t in tasks])
+            seqs = as_json([t.seq for t in tasks])
             edges = [tuple(e) for e in db.execute(q("edges_into"), (seqs,))]
             return convert.workflow(row), tasks, edges
 
@@ -86,7 +85,7 @@ class SqliteTasks(SqliteBase):
         return found
 
     async def active_workflows(self, workflow_ids: Collection[str]) -> set[str]:
-        ids = json.dumps(sorted(workflow_ids))
+        ids = as_json(sorted(workflow_ids))
         rows = await self._reader.run(
             lambda db: db.execute(q("active_workflows"), (ids,)).fetchall()
         )
@@ -145,7 +144,7 @@ class SqliteTasks(SqliteBase):
         def work(db: sqlite3.Connection) -> list[WorkflowSummary]:
             params = {**below(before), "limit": limit}
             found = db.execute(q("list_workflows"), params).fetchall()
-            ids = json.dumps([w[0] for w in found])
+            ids = as_json([w[0] for w in found])
             counts = db.execute(q("workflow_counts"), (ids,)).fetchall() if found else []
             return convert.workflow_summaries(found, counts)
 
