@@ -156,6 +156,15 @@ def test_pause_resume_and_schedules(tw: Tickwheel) -> None:
     assert ok(tw, "resume", cron)["schedule"]["schedule_status"] == "active"
     active = ok(tw, "schedules")["schedules"]
     assert any(s["schedule_id"] == cron and s["next_fire_time"] for s in active)
+    (listed,) = [s for s in active if s["schedule_id"] == cron]
+    fires = ok(tw, "fire-times", cron, "--count", "60")["fire_times"]
+    assert fires[0]["fire_time"] == listed["next_fire_time"] and len(fires) == 60
+    # Before submitting: a year of Sundays in Paris crosses both changes, told in words.
+    shown = table(
+        tw, "fire-times", "--cron", "0 3 * * 0", "--timezone", "Europe/Paris", "--count", "60"
+    )
+    assert "clocks move forward 1 h" in shown and "clocks move back 1 h" in shown
+    assert "+01:00" in shown and "+02:00" in shown
 
 
 def test_queues_nodes_and_health(tw: Tickwheel) -> None:
@@ -197,6 +206,8 @@ def test_workflows_print_whole_ids_at_80_columns(tw: Tickwheel) -> None:
         (["submit", "noop", "--at", "2031-01-01T00:00:00Z", "--delay", "1"], "--delay and --at"),
         (["submit", "noop", "--timezone", "UTC"], "--timezone applies only with --cron"),
         (["submit", "noop", "--jitter-seconds", "3"], "--jitter-seconds applies only with --cron"),
+        (["fire-times", "some-id", "--cron", "@daily"], "a SCHEDULE_ID or --cron"),
+        (["fire-times", "some-id", "--timezone", "UTC"], "--timezone applies only with --cron"),
     ],
 )
 def test_conflicting_flags_are_refused(words: list[str], named: str) -> None:

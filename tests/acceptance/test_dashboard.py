@@ -195,6 +195,28 @@ def test_schedules_show_next_fire_and_pause(page: Page, tickwheel: Tickwheel) ->
     expect(state).to_have_text("paused")
 
 
+def test_a_schedules_page_previews_its_fire_times_through_daylight_saving(
+    page: Page, tickwheel: Tickwheel
+) -> None:
+    # Monthly in New York: ten months from any day cross at least one change (they are
+    # at most eight months apart).
+    schedule = {"type": "cron", "cron_expression": "0 9 1 * *", "timezone": "America/New_York"}
+    schedule_id = submit(tickwheel, schedule=schedule)
+    preview = httpx.get(f"{tickwheel.url}/api/schedules/{schedule_id}/next", timeout=10).json()
+    page.goto(f"/#/task/{schedule_id}")
+    rows = page.locator("#fire-times tbody tr")
+    expect(rows).to_have_count(10)
+    expect(page.locator("#fire-times h2")).to_contain_text("America/New_York")
+    for i, fire in enumerate(preview["fire_times"]):
+        expect(rows.nth(i)).to_contain_text(fire["local_time"][:16].replace("T", " "))
+        expect(rows.nth(i)).to_have_attribute("data-change", fire["clock_change"] or "")
+        if fire["note"]:
+            expect(rows.nth(i)).to_contain_text(fire["note"])
+    expect(rows.first).to_contain_text("09:00")
+    changed = page.locator("#fire-times tbody tr:not([data-change=''])")
+    expect(changed.first).to_contain_text("clocks move")
+
+
 def test_nodes_show_the_scheduler_and_the_worker(page: Page, tickwheel: Tickwheel) -> None:
     page.goto("/#/nodes")
     expect(page.locator("tr[data-node-id]")).to_have_count(1)

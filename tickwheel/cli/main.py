@@ -34,6 +34,7 @@ COMMANDS = {
     "pause": "tickwheel.cli.operations",
     "resume": "tickwheel.cli.operations",
     "schedules": "tickwheel.cli.operations",
+    "fire-times": "tickwheel.cli.operations",
     "queues": "tickwheel.cli.operations",
     "nodes": "tickwheel.cli.operations",
     "health": "tickwheel.cli.operations",

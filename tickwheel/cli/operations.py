@@ -1,5 +1,6 @@
-"""`redrive`, `priority`, `pause`, `resume`, `schedules`, `queues`, `nodes`, `health`,
-`stats` and `metrics`: operating a running Tickwheel, through the Python client."""
+"""`redrive`, `priority`, `pause`, `resume`, `schedules`, `fire-times`, `queues`,
+`nodes`, `health`, `stats` and `metrics`: operating a running Tickwheel, through the
+Python client."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from tickwheel.cli.output import NEXT_TOKEN, OUTPUT, emit, field, next_page
-from tickwheel.cli.remote import DEFAULT_URL, SCHEDULE_ID, TASK_ID, TOKEN, URL, call
+from tickwheel.cli.output import NEXT_TOKEN, OUTPUT, Column, emit, field, next_page
+from tickwheel.cli.remote import DEFAULT_URL, SCHEDULE_ID, TASK_ID, TOKEN, URL, call, fail, needs
 
 SCHEDULE_COLUMNS = (
     field("schedule_id"),
@@ -17,6 +18,11 @@ SCHEDULE_COLUMNS = (
     field("cron_expression", "cron"),
     field("next_fire_time", "next (UTC)", optional=True),
     field("timezone", optional=True),
+)
+FIRE_TIME_COLUMNS = (
+    field("fire_time", "fires (UTC)"),
+    Column("local time", lambda row: _local(row["local_time"])),
+    field("note", text=True),
 )
 QUEUE_COLUMNS = (field("queue"), field("depth"))
 STATS_COLUMNS = (field("status"), field("tasks"))
@@ -34,6 +40,7 @@ def register(cli: typer.Typer) -> None:
     cli.command()(pause)
     cli.command()(resume)
     cli.command()(schedules)
+    cli.command("fire-times")(fire_times)
     cli.command()(queues)
     cli.command()(nodes)
     cli.command()(health)
@@ -94,6 +101,39 @@ def schedules(
     """List recurring schedules, newest first, with their next fire time."""
     page = call(url, token, lambda c: c.list_schedules(state, limit=limit, next_token=next_token))
     emit(page, output, rows=lambda p: p["schedules"], columns=SCHEDULE_COLUMNS, footer=next_page)
+
+
+def fire_times(
+    schedule_id: Annotated[
+        str | None, typer.Argument(help="A recurring task's schedule id (or give --cron).")
+    ] = None,
+    cron: Annotated[
+        str | None, typer.Option(help="A cron expression to try before submitting it.")
+    ] = None,
+    timezone: Annotated[
+        str | None, typer.Option(help="IANA time zone of --cron (default UTC).")
+    ] = None,
+    count: Annotated[int, typer.Option(min=1, max=100, help="How many fire times.")] = 10,
+    url: URL = DEFAULT_URL,
+    token: TOKEN = None,
+    output: OUTPUT = None,
+) -> None:
+    """When a schedule (or a cron expression) fires next, daylight-saving changes told."""
+    if (schedule_id is None) == (cron is None):
+        fail("give a SCHEDULE_ID or --cron EXPRESSION (one of them)", 2)
+    needs("--timezone", timezone, "--cron", cron)
+    if cron is not None:
+        zone = timezone or "UTC"
+        found = call(url, token, lambda c: c.cron_fire_times(cron, zone, count=count))
+    else:
+        assert schedule_id is not None
+        found = call(url, token, lambda c: c.fire_times(schedule_id, count=count))
+    emit(found, output, rows=lambda d: d["fire_times"], columns=FIRE_TIME_COLUMNS)
+
+
+def _local(text: str) -> str:
+    """A local time as people read it: the wall time and its UTC offset."""
+    return text[:16].replace("T", " ") + " " + text[-6:]
 
 
 def queues(url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None) -> None:

@@ -17,6 +17,7 @@ from tickwheel.wire.answers import (
     AttemptEndOut,
     CancelledOut,
     ClaimedOut,
+    FireTimesOut,
     HealthOut,
     HistoryPage,
     LeaseOut,
@@ -202,6 +203,17 @@ class AsyncClient(ClientBase):
     ) -> SchedulePage:
         """One page of recurring schedules, newest first (by default active and paused)."""
         return await self._send(calls.list_schedules(calls.statuses(status), limit, next_token))
+
+    async def fire_times(self, schedule_id: str, *, count: int = 10) -> FireTimesOut:
+        """A recurring schedule's next `count` fire times (at most 100), jitter included,
+        with the daylight-saving changes that move or repeat them told."""
+        return await self._send(calls.fire_times(schedule_id, count))
+
+    async def cron_fire_times(
+        self, cron_expression: str, timezone: str = "UTC", *, count: int = 10
+    ) -> FireTimesOut:
+        """When a cron expression would fire in `timezone`, before submitting it."""
+        return await self._send(calls.cron_fire_times(cron_expression, timezone, count))
 
     async def nodes(self) -> NodesOut:
         """The scheduler nodes alive with their partitions, and the workers alive."""

@@ -37,6 +37,7 @@ from tickwheel.wire.answers import (
     CancelledOut,
     ClaimedOut,
     ClaimOut,
+    FireTimesOut,
     HealthOut,
     HistoryPage,
     LeaseOut,
@@ -163,6 +164,16 @@ def list_schedules(
 ) -> Call[SchedulePage]:
     params = _page(limit, next_token, status=list(status))
     return Call("GET", "/api/schedules", _model(SchedulePage), params=params)
+
+
+def fire_times(schedule_id: str, count: int) -> Call[FireTimesOut]:
+    path = f"/api/schedules/{quote(schedule_id, safe='')}/next"
+    return Call("GET", path, _model(FireTimesOut), params={"count": count})
+
+
+def cron_fire_times(expression: str, timezone: str, count: int) -> Call[FireTimesOut]:
+    params = {"cron_expression": expression, "timezone": timezone, "count": count}
+    return Call("GET", "/api/cron/next", _model(FireTimesOut), params=params)
 
 
 def list_workflows(limit: int, next_token: str | None) -> Call[WorkflowPage]:

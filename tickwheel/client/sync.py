@@ -18,6 +18,7 @@ from tickwheel.wire.answers import (
     AttemptEndOut,
     CancelledOut,
     ClaimedOut,
+    FireTimesOut,
     HealthOut,
     HistoryPage,
     LeaseOut,
@@ -192,6 +193,17 @@ class Client(ClientBase):
     ) -> SchedulePage:
         """One page of recurring schedules, newest first (by default active and paused)."""
         return self._send(calls.list_schedules(calls.statuses(status), limit, next_token))
+
+    def fire_times(self, schedule_id: str, *, count: int = 10) -> FireTimesOut:
+        """A recurring schedule's next `count` fire times (at most 100), jitter included,
+        with the daylight-saving changes that move or repeat them told."""
+        return self._send(calls.fire_times(schedule_id, count))
+
+    def cron_fire_times(
+        self, cron_expression: str, timezone: str = "UTC", *, count: int = 10
+    ) -> FireTimesOut:
+        """When a cron expression would fire in `timezone`, before submitting it."""
+        return self._send(calls.cron_fire_times(cron_expression, timezone, count))
 
     def nodes(self) -> NodesOut:
         """The scheduler nodes alive with their partitions, and the workers alive."""

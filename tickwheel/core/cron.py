@@ -49,6 +49,7 @@ __all__ = [
     "jitter_offset",
     "next_fire",
     "validate",
+    "zone",
 ]
 
 
@@ -110,7 +111,7 @@ class CronSpec:
 
 def validate(expression: str, timezone: str) -> None:
     """Raise InvalidCronExpression or UnknownTimezone unless both are usable."""
-    _zone(timezone)
+    zone(timezone)
     _check_fields(_expand(expression))
 
 
@@ -132,7 +133,8 @@ def jitter_offset(schedule_key: str, jitter_seconds: int) -> int:
     return int.from_bytes(digest[:8], "big") % jitter_seconds
 
 
-def _zone(name: str) -> tzinfo:
+def zone(name: str) -> tzinfo:
+    """The IANA time zone `name`; UnknownTimezone if there is none."""
     try:
         return ZoneInfo(name)
     # Malformed keys raise ValueError, directories and overlong names OSError.
@@ -189,7 +191,7 @@ def _utc(moment: datetime, name: str) -> datetime:
 
 def _next_instance(spec: CronSpec, after: datetime) -> datetime:
     """The cron instance strictly after ``after`` (UTC), without jitter."""
-    instances = CronSim(_expand(spec.expression), after.astimezone(_zone(spec.timezone)))
+    instances = CronSim(_expand(spec.expression), after.astimezone(zone(spec.timezone)))
     try:
         found = next(instances).astimezone(UTC)
         # Fixed-time jobs iterate on local wall time, so from the second copy of a

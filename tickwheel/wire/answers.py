@@ -253,6 +253,23 @@ class SchedulePage(Answer, frozen=True):
     next_token: str | None
 
 
+class FireTimeOut(Answer, frozen=True):
+    fire_time: datetime  # UTC, jitter included
+    local_time: datetime  # the same instant in the schedule's time zone
+    clock_change: str | None  # forward or back: since the fire time before
+    repeated: bool  # its local time happens twice that day
+    note: str | None  # the change and the repetition, in words
+
+
+class FireTimesOut(Answer, frozen=True):
+    cron_expression: str
+    timezone: str
+    jitter_seconds: int
+    fire_times: list[FireTimeOut]
+    schedule_id: str | None = None  # set for a stored schedule
+    status: str | None = None  # the schedule's: a paused one fires nothing
+
+
 class WorkflowSummaryOut(Answer, frozen=True):
     workflow_id: str
     name: str

@@ -94,3 +94,22 @@ class NodesOut(BaseModel):
     unowned_partitions: list[int]
     schedulers: list[SchedulerNodeOut]
     workers: list[WorkerOut]
+
+
+class FireTimeOut(BaseModel):
+    fire_time: datetime = Field(description="In UTC, jitter included: when it will fire")
+    local_time: datetime = Field(description="The same instant in the schedule's time zone")
+    clock_change: str | None = Field(
+        description="forward or back: the daylight-saving change since the fire time before"
+    )
+    repeated: bool = Field(description="Its local time happens twice that day (autumn)")
+    note: str | None = Field(description="The change and the repetition, in words")
+
+
+class FireTimesOut(BaseModel):
+    cron_expression: str
+    timezone: str
+    jitter_seconds: int
+    schedule_id: str | None = Field(None, description="Set when previewing a stored schedule")
+    status: str | None = Field(None, description="The schedule's: a paused one fires nothing")
+    fire_times: list[FireTimeOut]

@@ -115,6 +115,9 @@ export function task(root, params, id) {
       try { await action(); } catch (error) { showError(error); }
     };
     const cron = t.schedule.type === "cron";
+    const preview = cron && t.schedule.schedule_id
+      ? await api(`/api/schedules/${encodeURIComponent(t.schedule.schedule_id)}/next`, { params: { count: 10 } })
+      : null;
     body.replaceChildren(
       h("div", { class: "actions" },
         ["pending", "blocked", "waiting", "running"].includes(t.status) || cron
@@ -140,6 +143,7 @@ export function task(root, params, id) {
           ["schedule status", t.schedule.schedule_status],
           ["current instance", t.current_instance_id ? h("a", { href: `#/task/${t.current_instance_id}` }, t.current_instance_id) : undefined],
         ]), h("h2", {}, "Payload"), h("pre", {}, JSON.stringify(t.payload, null, 2)))),
+      fireTimes(preview),
       h("h2", {}, "Attempts"),
       table(["attempt", "worker", "started", "ended", "outcome", "error", "fence"],
         history.executions.map((e) => h("tr", { dataset: { outcome: e.outcome } },
@@ -148,6 +152,20 @@ export function task(root, params, id) {
           h("td", {}, statusBadge(e.outcome)), h("td", { class: "muted" }, e.error ?? ""),
           h("td", { class: "num" }, e.fence)))));
   };
+}
+
+// A schedule's next fire times, in its own time zone, with the daylight-saving
+// changes that move or repeat them said in words.
+function fireTimes(preview) {
+  if (!preview) return "";
+  const local = (iso) => `${iso.slice(0, 16).replace("T", " ")} (UTC${iso.slice(-6)})`;
+  return h("div", { class: "panel fire-times", id: "fire-times" },
+    h("h2", {}, `Next fire times (${preview.timezone})`,
+      preview.status === "paused" ? h("span", { class: "muted" }, " while paused, none fires") : ""),
+    table(["local time", "your time", "daylight saving"],
+      preview.fire_times.map((f) => h("tr", { dataset: { change: f.clock_change ?? "" } },
+        h("td", {}, local(f.local_time)), h("td", {}, when(f.fire_time)),
+        h("td", { class: "muted" }, f.note ?? "")))));
 }
 
 // Why the task has not started: each cause in words, with links to what it waits on
