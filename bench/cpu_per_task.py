@@ -1,27 +1,35 @@
-"""Where each task's CPU time goes, process by process, in a distributed cluster.
+"""Where each task's CPU time goes, process by process.
 
-    .venv/bin/python -m bench.cpu_per_task [--tasks 20000] [--runs 3]
+    .venv/bin/python -m bench.cpu_per_task [--tasks 20000] [--runs 3] [--mode embedded]
 
-An API, 2 schedulers and 2 workers (concurrency 64) on a fresh schema and Redis prefix
-(`latency.py`'s cluster, no delay). `--tasks` no-op tasks due now go through
-`AsyncClient.submit_many` (1,000 a call, 4 in flight) to completion; the CPU time each
-process used meanwhile (user + system, from /proc), PostgreSQL's backends and Redis
-included, is divided by the tasks. Prints the median of `--runs` runs as JSON: µs of
-CPU per task per process, their sum, and drained/s.
+Distributed (the default): an API, 2 schedulers and 2 workers (concurrency 64) on a
+fresh schema and Redis prefix (`latency.py`'s cluster, no delay). Embedded: one
+`tickwheel up` (its defaults) on a fresh SQLite file. `--tasks` no-op tasks due now go
+through `AsyncClient.submit_many` (1,000 a call, 4 in flight) to completion; the CPU
+time each process used meanwhile (user + system, from /proc), PostgreSQL's backends and
+Redis included, is divided by the tasks. Prints the median of `--runs` runs as JSON: µs
+of CPU per task per process, their sum, and drained/s. CPU time is steadier than
+throughput on a shared machine: it compares two trees where tasks/s cannot.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.latency import cluster, scalar, submit, until_succeeded
+import httpx
+
+from bench.latency import BIN, cluster, scalar, submit, until_succeeded
+from bench.targets import free_port
 from tickwheel import AsyncClient
 from tickwheel.client import task_body
 
@@ -60,6 +68,58 @@ def _sample(roles: dict[str, int]) -> dict[str, float]:
     return sample
 
 
+async def one_embedded_run(tasks: int) -> dict[str, Any]:
+    """One `tickwheel up` on a fresh file: its own CPU per task."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tickwheel.db"
+        port = free_port()
+        server = await asyncio.create_subprocess_exec(
+            str(BIN / "tickwheel"),
+            "up",
+            "--port",
+            str(port),
+            "--database-url",
+            f"sqlite:///{path}",
+            env={**os.environ, "TICKWHEEL_LOG_LEVEL": "warning"},
+            stdout=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            async with AsyncClient(url) as client:
+                await _answering(url)
+                before, began = _cpu_seconds(server.pid), time.time()
+                await submit(client, [task_body("noop") for _ in range(tasks)])
+                while _succeeded(path) < tasks:
+                    await asyncio.sleep(0.25)
+                after, ended = _cpu_seconds(server.pid), time.time()
+        finally:
+            server.terminate()
+            await server.wait()
+    per_task = {"tickwheel up": round((after - before) / tasks * 1e6, 1)}
+    return {
+        "us_per_task": per_task,
+        "total_us_per_task": per_task["tickwheel up"],
+        "drained_per_s": round(tasks / (ended - began)),
+    }
+
+
+async def _answering(url: str) -> None:
+    async with httpx.AsyncClient(base_url=url) as http:
+        for _ in range(300):
+            with contextlib.suppress(httpx.HTTPError):
+                if (await http.get("/healthz")).status_code == 200:
+                    return
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"tickwheel up did not answer at {url}")
+
+
+def _succeeded(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        return int(
+            db.execute("SELECT count(*) FROM tasks WHERE status = 'succeeded'").fetchone()[0]
+        )
+
+
 async def one_run(tasks: int) -> dict[str, Any]:
     async with cluster(0, 64) as running, AsyncClient(running.url) as client:
         bodies = [task_body("noop") for _ in range(tasks)]
@@ -79,7 +139,8 @@ async def one_run(tasks: int) -> dict[str, Any]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    runs = [await one_run(args.tasks) for _ in range(args.runs)]
+    one = one_embedded_run if args.mode == "embedded" else one_run
+    runs = [await one(args.tasks) for _ in range(args.runs)]
     roles = runs[0]["us_per_task"]
     print(
         json.dumps(
@@ -100,4 +161,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--mode", choices=["distributed", "embedded"], default="distributed")
     asyncio.run(main(parser.parse_args()))

@@ -18,6 +18,8 @@ from tickwheel.api.schemas.common import (
     refuse,
 )
 from tickwheel.api.schemas.ops import (
+    FireTimeOut,
+    FireTimesOut,
     InstanceOut,
     NodesOut,
     PartitionLeaseOut,
@@ -91,6 +93,8 @@ __all__ = [
     "ErrorOut",
     "ExecutionOut",
     "FailIn",
+    "FireTimeOut",
+    "FireTimesOut",
     "HealthOut",
     "HeartbeatIn",
     "HistoryPage",

@@ -52,6 +52,11 @@ def insert_tasks(tasks: Sequence[NewTask]) -> Plan[list[Held]]:
     links = graph.links(seqs)
     if links is not None:
         yield InsertLinks(links.edges, links.counters, links.watched)
+    if not originals:  # the usual case: every task is new, in order
+        statuses = graph.statuses
+        return [
+            Held(s, t.task_id, False, st) for t, s, st in zip(tasks, seqs, statuses, strict=True)
+        ]
     seq_of = {t.task_id: seq for t, seq in zip(fresh, seqs, strict=True)}
     older = [task_id for task_id in originals.values() if task_id not in seq_of]
     if older:
@@ -130,7 +135,7 @@ def held(
     the seq of every task id involved)."""
     holders = [originals.get(i, t.task_id) for i, t in enumerate(tasks)]
     return [
-        Held(seq_of[h], h, True) if i in originals else Held(seq_of[h], h, status=stored[h])
+        Held(seq_of[h], h, True) if i in originals else Held(seq_of[h], h, False, stored[h])
         for i, h in enumerate(holders)
     ]
 
