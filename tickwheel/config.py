@@ -22,6 +22,9 @@ class Role(StrEnum):
     WORKER = "worker"  # runs tasks
 
 
+DISTRIBUTED_PREFETCH = 256
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -34,8 +37,15 @@ class Settings:
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 64
     # The most tasks a worker claims ahead of free slots, as its start rate asks (0: off;
-    # see `Worker` and `worker/ahead.py`).
-    prefetch: int = 256
+    # see `Worker` and `worker/ahead.py`). None: `DISTRIBUTED_PREFETCH` with a Redis ready
+    # queue, whose round trips it hides, and 0 in one process, which has none to hide.
+    prefetch: int | None = None
+
+    @property
+    def worker_prefetch(self) -> int:
+        if self.prefetch is not None:
+            return self.prefetch
+        return DISTRIBUTED_PREFETCH if self.redis_url else 0
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
     # Share the partitions with the other scheduler nodes alive (distributed mode);

@@ -212,7 +212,7 @@ class Node:
             worker_id=self.node_id,
             queues=s.queues,
             concurrency=s.concurrency,
-            prefetch=s.prefetch,
+            prefetch=s.worker_prefetch,
             registry=self.store,
         )
         # The engine's own tasks (launches of recurring workflows) run here even when

@@ -24,6 +24,7 @@ from typing import IO, Any, Protocol
 
 from bench import pythonpath
 from bench.figures import spread, version
+from bench.peers.shared import InSinkRedis
 from bench.peers.sink import SINK_URL_ENV, Sink, sink_url
 from bench.progress import say, steps
 
@@ -163,12 +164,16 @@ def first_starts(starts: list[tuple[int, float]]) -> tuple[dict[int, float], int
 async def measure(
     peer: Peer, workload: str, tasks: int, lead_seconds: float, window: float = 60.0
 ) -> dict[str, Any]:
-    """`e2e` or `burst` (with its lead), then the peer's harness side closed."""
+    """`e2e` or `burst` (with its lead), then the peer's harness side closed and, for a
+    broker in the sink's Redis, its keys deleted: a run leaves nothing behind (jobs that
+    never ran, results kept for a while)."""
     try:
         if workload == "e2e":
             return await e2e(peer, tasks, window)
         return await burst(peer, tasks, lead_seconds, window)
     finally:
+        if isinstance(peer, InSinkRedis):
+            await peer.reset()
         await peer.close()
 
 

@@ -58,7 +58,7 @@ class Worker:
         worker_id: str | None = None,
         queues: Collection[str] = ("default",),
         concurrency: int = 64,
-        prefetch: int = 256,
+        prefetch: int = 0,
         batch_size: int = 256,
         poll_seconds: float = 1.0,
         threads: int = 16,
