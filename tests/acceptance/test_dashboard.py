@@ -215,6 +215,9 @@ def test_a_schedules_page_previews_its_fire_times_through_daylight_saving(
     expect(rows.first).to_contain_text("09:00")
     changed = page.locator("#fire-times tbody tr:not([data-change=''])")
     expect(changed.first).to_contain_text("clocks move")
+    httpx.post(f"{tickwheel.url}/api/tasks/{schedule_id}/pause", timeout=10).raise_for_status()
+    page.reload()
+    expect(page.locator("#fire-times h2")).to_contain_text("paused: none of these fires")
 
 
 def test_nodes_show_the_scheduler_and_the_worker(page: Page, tickwheel: Tickwheel) -> None:

@@ -161,7 +161,7 @@ function fireTimes(preview) {
   const local = (iso) => `${iso.slice(0, 16).replace("T", " ")} (UTC${iso.slice(-6)})`;
   return h("div", { class: "panel fire-times", id: "fire-times" },
     h("h2", {}, `Next fire times (${preview.timezone})`,
-      preview.status === "paused" ? h("span", { class: "muted" }, " while paused, none fires") : ""),
+      preview.status !== "active" ? h("span", { class: "muted" }, ` (${preview.status}: none of these fires)`) : ""),
     table(["local time", "your time", "daylight saving"],
       preview.fire_times.map((f) => h("tr", { dataset: { change: f.clock_change ?? "" } },
         h("td", {}, local(f.local_time)), h("td", {}, when(f.fire_time)),
