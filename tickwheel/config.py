@@ -46,6 +46,7 @@ class Settings:
         if self.prefetch is not None:
             return self.prefetch
         return DISTRIBUTED_PREFETCH if self.redis_url else 0
+
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
     # Share the partitions with the other scheduler nodes alive (distributed mode);
