@@ -40,13 +40,6 @@ class Settings:
     # see `Worker` and `worker/ahead.py`). None: `DISTRIBUTED_PREFETCH` with a Redis ready
     # queue, whose round trips it hides, and 0 in one process, which has none to hide.
     prefetch: int | None = None
-
-    @property
-    def worker_prefetch(self) -> int:
-        if self.prefetch is not None:
-            return self.prefetch
-        return DISTRIBUTED_PREFETCH if self.redis_url else 0
-
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
     # Share the partitions with the other scheduler nodes alive (distributed mode);
@@ -76,6 +69,13 @@ class Settings:
     max_streams: int = 64  # dashboard event streams open at once on this node
     node_id: str | None = None
     log_format: str = "text"  # or "json": one object per line (see tickwheel/logs.py)
+
+    @property
+    def worker_prefetch(self) -> int:
+        """`prefetch` as set, else what suits where the ready queue is."""
+        if self.prefetch is not None:
+            return self.prefetch
+        return DISTRIBUTED_PREFETCH if self.redis_url else 0
 
     def from_env(self, environ: dict[str, str] | None = None) -> Settings:
         """These settings with every `TICKWHEEL_*` variable that is set applied."""
