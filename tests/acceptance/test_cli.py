@@ -165,6 +165,8 @@ def test_pause_resume_and_schedules(tw: Tickwheel) -> None:
     )
     assert "clocks move forward 1 h" in shown and "clocks move back 1 h" in shown
     assert "+01:00" in shown and "+02:00" in shown
+    utc = table(tw, "fire-times", "--cron", "0 3 * * *", "--count", "1")
+    assert re.search(r"03:00:00 +\d{4}-\d\d-\d\d 03:00 \+00:00", utc), utc
 
 
 def test_queues_nodes_and_health(tw: Tickwheel) -> None:

@@ -4,6 +4,7 @@ Python client."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -132,8 +133,10 @@ def fire_times(
 
 
 def _local(text: str) -> str:
-    """A local time as people read it: the wall time and its UTC offset."""
-    return text[:16].replace("T", " ") + " " + text[-6:]
+    """A local time as people read it: the wall time and its UTC offset (+00:00 for
+    UTC, which the API writes as Z)."""
+    moment = datetime.fromisoformat(text)
+    return f"{moment:%Y-%m-%d %H:%M} {moment.isoformat()[-6:]}"
 
 
 def queues(url: URL = DEFAULT_URL, token: TOKEN = None, output: OUTPUT = None) -> None:

@@ -158,7 +158,8 @@ export function task(root, params, id) {
 // changes that move or repeat them said in words.
 function fireTimes(preview) {
   if (!preview) return "";
-  const local = (iso) => `${iso.slice(0, 16).replace("T", " ")} (UTC${iso.slice(-6)})`;
+  // The API writes a UTC time with Z, any other with its offset.
+  const local = (iso) => `${iso.slice(0, 16).replace("T", " ")} (UTC${iso.endsWith("Z") ? "+00:00" : iso.slice(-6)})`;
   return h("div", { class: "panel fire-times", id: "fire-times" },
     h("h2", {}, `Next fire times (${preview.timezone})`,
       preview.status !== "active" ? h("span", { class: "muted" }, ` (${preview.status}: none of these fires)`) : ""),
