@@ -3,6 +3,7 @@ submitted, fires next, daylight-saving changes told (`core/fire_times.py`)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -38,9 +39,7 @@ async def schedule_fire_times(
     if found is None:
         raise TaskNotFound(f"no schedule has the id {schedule_id}")
     spec = CronSpec(found.cron_expression, found.timezone, found.jitter_seconds)
-    now = to_datetime(node.clock.now_ms())
-    assert now is not None
-    firings = upcoming(spec, now, count, schedule_key=schedule_id)
+    firings = upcoming(spec, _now(request), count, schedule_key=schedule_id)
     return _out(spec, firings, schedule_id=schedule_id, status=found.status)
 
 
@@ -65,9 +64,14 @@ async def cron_fire_times(
         raise InvalidRequest("cron_expression", str(error)) from None
     except ValueError as error:  # an unknown time zone
         raise InvalidRequest("timezone", str(error)) from None
+    return _out(spec, upcoming(spec, _now(request), count))
+
+
+def _now(request: Request) -> datetime:
+    """The cluster's time, by the node's clock (the store's, in a cluster)."""
     now = to_datetime(node_of(request).clock.now_ms())
     assert now is not None
-    return _out(spec, upcoming(spec, now, count))
+    return now
 
 
 def _out(
