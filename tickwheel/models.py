@@ -23,6 +23,7 @@ class Status(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     UPSTREAM_FAILED = "upstream_failed"
+    EXPIRED = "expired"  # not started by its expiry: never runs, never retried
 
     @property
     def is_final(self) -> bool:
@@ -30,7 +31,7 @@ class Status(StrEnum):
 
 
 FINAL_STATUSES = frozenset(
-    {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.UPSTREAM_FAILED}
+    {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.UPSTREAM_FAILED, Status.EXPIRED}
 )
 
 
@@ -54,6 +55,8 @@ class SubmitOptions(TypedDict, total=False):
     idempotency_key: str  # a repeat within the window returns the first task
     dependencies: Sequence[str]  # task ids that must succeed first
     ordering_key: str  # tasks sharing a key run one at a time, in due order
+    expires_at: datetime  # not started by then: it ends expired and never runs
+    expires_after_seconds: float  # the same, counted from its due time (each cron fire)
 
 
 SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
@@ -73,6 +76,7 @@ class ScheduleOptions(TypedDict, total=False):
 # A task's priority, bigger first; routing keys pack it in 8 bits.
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_DELAY_SECONDS = 10 * 366 * 86400.0
+MAX_EXPIRES_AFTER_SECONDS = 366 * 86400.0
 MAX_JITTER_SECONDS = 86400
 MAX_TIMEOUT_SECONDS = 86400.0
 MAX_DEPENDENCIES = 10_000  # task ids one task may wait on
@@ -107,6 +111,7 @@ class Outcome(StrEnum):
     LEASE_EXPIRED = "lease_expired"
     TIMED_OUT = "timed_out"
     CANCELLED = "cancelled"  # cancelled while it ran: its worker's result is refused
+    EXPIRED = "expired"  # claimed ahead, but its expiry came before a slot: never run
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +160,7 @@ class NewTask:
     # Handed to the ready queue by its submitter right after the commit (due now, waiting
     # on nothing): stored with no mark, so the loader does not put it on a wheel too.
     direct: bool = False
+    expires_ms: int | None = None  # not started by then: it ends expired
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +188,7 @@ class TaskRecord:
     workflow_id: str | None = None
     node_name: str | None = None
     ordering_key: str | None = None
+    expires_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +226,7 @@ class ClaimedTask:
     lease_expires_ms: int
     timeout_seconds: float | None
     options: TaskOptions
+    expires_ms: int | None = None  # not started by then, it must not run
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,3 +279,5 @@ class ScheduleRecord:
     current_seq: int | None
     previous_seq: int | None
     created_ms: int
+    # Each instance not started this long after its fire time ends expired.
+    expires_after_ms: int | None = None

@@ -22,6 +22,7 @@ from tickwheel.engine import readiness
 from tickwheel.engine.admission import SAMPLE_SECONDS, Admission
 from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
+from tickwheel.engine.expiry import Expiry
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
 from tickwheel.engine.reconciler import Reconciler
@@ -173,6 +174,13 @@ class Node:
         self.reaper = Reaper(
             store=self.store, dispatcher=self.dispatcher, trigger=self.trigger, clock=self.clock
         )
+        self.expiry = Expiry(
+            store=self.store,
+            trigger=self.trigger,
+            clock=self.clock,
+            on_ended=self.resolver.nudge,
+            metrics=self.metrics,
+        )
         own = None
         if Role.WORKER in self.roles:  # known before this node's worker first reports
             own = Handles(frozenset(s.queues), frozenset(self.app.types))
@@ -272,7 +280,8 @@ class Node:
         await self.resolver.resolve()  # news of tasks that ended just before a crash
         await self.trigger.load_once()
         self._spawn(self.trigger.run_loader(), self.trigger.run_trigger(), self.leases.run())
-        self._spawn(self.reaper.run(), self.resolver.run(), self.engine_worker.run())
+        self._spawn(self.reaper.run(), self.expiry.run(), self.resolver.run())
+        self._spawn(self.engine_worker.run())
         if self.settings.redis_url:  # a queue that can lose what it holds
             reconciler = Reconciler(
                 store=self.store,

@@ -119,6 +119,27 @@ def test_a_blocked_tasks_page_names_its_predecessor_with_a_link(
     expect(page.locator("#waiting-on li[data-reason=due]")).to_have_count(1)
 
 
+def test_a_task_that_could_not_start_in_time_shows_expired_live(
+    page: Page, tickwheel: Tickwheel
+) -> None:
+    first = submit(tickwheel, schedule=in_seconds(3600))
+    doomed = submit(tickwheel, dependencies=[first], expires_after_seconds=2)
+    page.goto(f"/#/task/{doomed}")
+    mark_loaded(page)
+    badge = page.locator("dl.fields .status").first
+    expect(badge).to_have_text("blocked")
+    expect(page.locator("dl.fields")).to_contain_text("expires")
+    expect(badge).to_have_text("expired")
+    expect(page.locator("dl.fields").first).to_contain_text("not started before it expired")
+    expect(page.locator("#cancel")).to_have_count(0)  # an expired task has ended
+    assert_not_reloaded(page)
+    page.goto("/")
+    expect(page.locator("#counts [data-state=expired] .n")).to_have_text("1")
+    page.goto("/#/tasks?status=expired")
+    expect(page.locator("tr[data-task-id]")).to_have_count(1)
+    expect(page.locator("tr[data-task-id]").first).to_have_attribute("data-task-id", doomed)
+
+
 def test_the_task_list_filters_and_finds_by_id(page: Page, tickwheel: Tickwheel) -> None:
     later = [submit(tickwheel, schedule=in_seconds(3600)) for _ in range(3)]
     page.goto("/#/tasks?status=pending")

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from harness import Tickwheel
@@ -91,6 +92,13 @@ def test_cli_examples_run_verbatim(tickwheel_factory: type) -> None:
     assert '"admitting": true' in out and "scheduler" in out
     assert re.search(r"^succeeded +[1-9]", out, re.M)  # stats, as a table
     assert out.rstrip().endswith("tickwheel 0.1.0")
+
+
+def test_the_expiry_example_runs_verbatim(tickwheel_factory: type) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    task = json.loads(run_shell(marked_blocks("expiry", "sh"), tw))  # not a terminal: JSON
+    due, expires = (datetime.fromisoformat(task[k]) for k in ("due_time", "expires_at"))
+    assert task["status"] == "pending" and expires - due == timedelta(seconds=30)
 
 
 def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tickwheel.config import Settings
-from tickwheel.models import Status
+from tickwheel.models import Outcome, Status
 from tickwheel.node import Node
 from tickwheel.storage.base import TaskFilter
 from tickwheel.worker.ahead import ClaimAhead
@@ -97,3 +97,33 @@ async def test_a_stop_gives_back_what_it_claimed_but_could_not_run(
     # Nothing is left running under a lease nobody renews: every claimed task went back.
     assert Status.RUNNING not in statuses
     assert statuses.count(Status.PENDING) == 12
+
+
+async def test_a_task_claimed_ahead_past_its_expiry_ends_expired_without_running(
+    node: Node, counting: Counting
+) -> None:
+    node.worker._ahead = AlwaysAhead(CONCURRENCY)  # the expiring ones wait, claimed
+    for i in range(CONCURRENCY):
+        await node.submit("slow", {"i": i, "seconds": 1.0})
+    deadline = time.monotonic() + 10
+    while counting.now < CONCURRENCY:
+        assert time.monotonic() < deadline, counting.now
+        await asyncio.sleep(0.02)
+    late = [
+        await node.submit("slow", {"i": 100 + i, "seconds": 0}, expires_after_seconds=0.3)
+        for i in range(CONCURRENCY)
+    ]
+    while node.worker.inflight <= CONCURRENCY:  # claimed ahead, waiting for a slot
+        assert time.monotonic() < deadline, node.worker.inflight
+        await asyncio.sleep(0.02)
+    for submitted in late:
+        while (await node.service.get(submitted.task_id)).status is not Status.EXPIRED:
+            assert time.monotonic() < deadline, await node.service.get(submitted.task_id)
+            await asyncio.sleep(0.05)
+    assert sorted(counting.ran) == list(range(CONCURRENCY))  # none of the late ones ran
+    record = await node.store.get_task(late[0].task_id)
+    assert record is not None and record.attempts == 1  # claimed, ended before it ran
+    history = await node.store.history(
+        task_seq=record.seq, schedule_id=None, before_id=None, limit=9
+    )
+    assert [e.outcome for e in history] == [Outcome.EXPIRED]

@@ -119,6 +119,7 @@ def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
             misfire_policy=s.misfire_policy if s else None,
             overlap_policy=s.overlap_policy if s else None,
             schedule_status=s.status if s else None,
+            expires_after_seconds=_seconds(s.expires_after_ms) if s else None,
         ),
         queue=o.queue,
         priority=o.priority,
@@ -129,6 +130,7 @@ def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
         timeout_seconds=o.timeout_seconds,
         idempotency_key=r.idempotency_key,
         ordering_key=r.ordering_key,
+        expires_at=to_datetime(r.expires_ms),
         attempts=r.attempts,
         fence=r.version,
         due_time=to_datetime(r.due_ms),
@@ -142,6 +144,10 @@ def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
         current_instance_id=r.task_id if s else None,
         waiting_on=None if waits is None else [_wait_out(w) for w in waits],
     )
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
 
 
 def _wait_out(wait: Wait) -> WaitOut:

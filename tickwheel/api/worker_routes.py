@@ -91,4 +91,5 @@ def _claimed_out(t: ClaimedTask) -> ClaimedOut:
         due_time=due,
         lease_expires_at=lease,
         timeout_seconds=t.timeout_seconds,
+        expires_at=to_datetime(t.expires_ms),
     )

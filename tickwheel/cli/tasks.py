@@ -74,6 +74,13 @@ def submit(
     after: Annotated[
         list[str] | None, typer.Option(help="A task id that must succeed first (repeat).")
     ] = None,
+    expires_after: Annotated[
+        float | None,
+        typer.Option(help="Not started this many seconds after it is due, it ends expired."),
+    ] = None,
+    expires_at: Annotated[
+        str | None, typer.Option(help="Not started by this ISO 8601 time, it ends expired.")
+    ] = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only the task id (for scripts).")
     ] = False,
@@ -83,6 +90,7 @@ def submit(
 ) -> None:
     """Submit a task and print its id, status and due time."""
     exclusive(delay=delay, at=at, cron=cron)
+    exclusive(expires_after=expires_after, expires_at=expires_at)
     exclusive(quiet=quiet or None, output=output)
     needs("--timezone", timezone, "--cron", cron)
     needs("--jitter-seconds", jitter_seconds, "--cron", cron)
@@ -102,6 +110,11 @@ def submit(
             fail(f"--at: {error}", 2)
     elif delay is not None:
         options["delay_seconds"] = delay
+    if expires_at is not None:
+        try:
+            options["expires_at"] = datetime.fromisoformat(expires_at)
+        except ValueError as error:
+            fail(f"--expires-at: {error}", 2)
     chosen: dict[str, Any] = {
         "max_retries": max_retries,
         "queue": queue,
@@ -110,6 +123,7 @@ def submit(
         "idempotency_key": idempotency_key,
         "ordering_key": ordering_key,
         "dependencies": after or None,
+        "expires_after_seconds": expires_after,
     }
     options.update({k: v for k, v in chosen.items() if v is not None})  # type: ignore[typeddict-item]
     submitted = call(url, token, lambda c: c.submit(task_type, data, **options))

@@ -21,6 +21,12 @@ def succeeded(seq: int, fence: int, now_ms: int, *, started_ms: int | None = Non
     return Finish(seq, fence, Outcome.SUCCEEDED, Status.SUCCEEDED, now_ms, started_ms=started_ms)
 
 
+def expired(seq: int, fence: int, now_ms: int, *, started_ms: int | None = None) -> Finish:
+    """A task claimed ahead whose expiry came before a slot did: it ends without running."""
+    error = "not started before it expired (it waited for a slot)"
+    return Finish(seq, fence, Outcome.EXPIRED, Status.EXPIRED, now_ms, error, started_ms=started_ms)
+
+
 def failed(
     seq: int,
     fence: int,

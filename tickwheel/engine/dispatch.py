@@ -82,6 +82,13 @@ class Dispatcher:
         now_ms = self._clock.now_ms()
         return attempts.succeeded(task.seq, task.fence, now_ms, started_ms=self._started(task))
 
+    def expired(self, task: ClaimedTask) -> Finish | None:
+        """The end of an attempt whose task's expiry has come before it started, if it has."""
+        now_ms = self._clock.now_ms()
+        if task.expires_ms is None or now_ms < task.expires_ms:
+            return None
+        return attempts.expired(task.seq, task.fence, now_ms, started_ms=self._started(task))
+
     def failed(
         self, task: ClaimedTask, error: str, *, outcome: Outcome = Outcome.FAILED, retryable: bool
     ) -> Finish:

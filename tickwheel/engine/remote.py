@@ -218,4 +218,5 @@ def _claimed(record: TaskRecord, fence: int) -> ClaimedTask:
         lease_expires_ms=record.lease_expires_ms or 0,
         timeout_seconds=record.options.timeout_seconds,
         options=record.options,
+        expires_ms=record.expires_ms,
     )

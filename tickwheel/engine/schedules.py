@@ -39,6 +39,12 @@ def first_due_ms(schedule: ScheduleRecord, now_ms: int) -> int:
     return to_ms(next_fire(spec_of(schedule), moment, schedule_key=schedule.schedule_id))
 
 
+def expiry_of(schedule: ScheduleRecord, due_ms: int) -> int | None:
+    """An instance due at `due_ms` expires its schedule's expiry after that, if it has one."""
+    after = schedule.expires_after_ms
+    return None if after is None else due_ms + after
+
+
 def instance_of(schedule: ScheduleRecord, due_ms: int, now_ms: int, partitions: int) -> NewTask:
     task_id = new_id()
     return NewTask(
@@ -51,6 +57,7 @@ def instance_of(schedule: ScheduleRecord, due_ms: int, now_ms: int, partitions: 
         created_ms=now_ms,
         options=schedule.options,
         schedule_id=schedule.schedule_id,
+        expires_ms=expiry_of(schedule, due_ms),
     )
 
 

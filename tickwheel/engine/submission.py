@@ -54,7 +54,7 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
     """What makes two submissions the same request (the key itself aside)."""
     s, o = request.schedule, request.options
     cron = (s.cron.expression, s.cron.timezone, s.cron.jitter_seconds) if s.cron else None
-    parts = [
+    parts: list[object] = [
         request.task_type,
         encoded_payload,
         [str(s.type), s.due_ms, s.delay_seconds, cron, str(s.misfire), str(s.overlap)],
@@ -63,6 +63,8 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
         sorted(request.dependencies),
         request.ordering_key,
     ]
+    if request.expires_at_ms is not None or request.expires_after_ms is not None:
+        parts.append([request.expires_at_ms, request.expires_after_ms])  # old hashes stay
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -109,6 +111,16 @@ def _check_schedule(schedule: ScheduleRequest) -> None:
     delay = schedule.delay_seconds
     if delay is not None and not 0 <= delay <= MAX_DELAY_SECONDS:  # NaN fails too
         raise InvalidRequest("delay_seconds", f"must be from 0 to {MAX_DELAY_SECONDS:g}")
+
+
+def _expires_ms(request: TaskRequest, due_ms: int) -> int | None:
+    """When the task expires if it has not started: a time after its due time."""
+    if request.expires_after_ms is not None:
+        return due_ms + request.expires_after_ms
+    at = request.expires_at_ms
+    if at is not None and at <= due_ms:
+        raise InvalidRequest("expires_at", "must be after the task's due time")
+    return at
 
 
 def _unregistered_type(task_type: str) -> InvalidRequest:
@@ -326,6 +338,7 @@ class Submissions:
             predecessors=request.dependencies,
             ordering_key=request.ordering_key,
             request_hash=request_hash if request.task_id is not None else None,
+            expires_ms=_expires_ms(request, due),
             direct=push
             and self._push_ready is not None
             and due <= now_ms
@@ -348,6 +361,10 @@ class Submissions:
         cron = request.schedule.cron
         if cron is None:
             raise InvalidRequest("schedule.cron_expression", "a cron task needs an expression")
+        if request.expires_at_ms is not None:
+            raise InvalidRequest(
+                "expires_at", "a cron task's instances expire by expires_after_seconds"
+            )
         now = self._clock.now_ms()
         schedule = ScheduleRecord(
             schedule_id=new_id(),
@@ -364,6 +381,7 @@ class Submissions:
             current_seq=None,
             previous_seq=None,
             created_ms=now,
+            expires_after_ms=request.expires_after_ms,
         )
         first = instance_of(schedule, first_due_ms(schedule, now), now, self._partitions)
         if request.task_id is not None:

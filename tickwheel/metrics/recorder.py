@@ -30,6 +30,7 @@ class Event(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # for good: no retry left
     RETRIED = "retried"  # failed, pending again after its backoff
+    EXPIRED = "expired"  # not started by its expiry: ended without running
 
 
 class Lateness(StrEnum):
@@ -39,7 +40,11 @@ class Lateness(StrEnum):
 
 # Field names made once, not per task.
 FIELDS = {kind: [f"{kind}:{b}" for b in range(BUCKETS)] for kind in Lateness}
-_ENDED_AS = {Status.SUCCEEDED: Event.SUCCEEDED, Status.FAILED: Event.FAILED}
+_ENDED_AS = {
+    Status.SUCCEEDED: Event.SUCCEEDED,
+    Status.FAILED: Event.FAILED,
+    Status.EXPIRED: Event.EXPIRED,
+}
 
 
 class Lifetime:

@@ -292,6 +292,13 @@ class AttemptStore(Protocol):
         self, partitions: Collection[int], *, now_ms: int, limit: int
     ) -> list[TaskRecord]: ...
 
+    async def expire_unstarted(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]:
+        """End `expired` up to `limit` tasks of `partitions` whose expiry has come before
+        they started (pending, waiting or blocked), earliest expiry first; return them."""
+        ...
+
 
 class DispatchStore(PendingStore, AttemptStore, Protocol):
     """The dispatch path whole: pending tasks and their attempts."""

@@ -15,12 +15,12 @@ TASK_COLUMNS = (
     "seq, task_id, partition, task_type, payload, status, version, schedule_type, schedule_id,"
     " due_time, queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,"
     " attempts, created_at, triggered_at, started_at, completed_at, lease_expires_at,"
-    " worker_id, last_error, idempotency_key, workflow_id, node_name, ordering_key"
+    " worker_id, last_error, idempotency_key, workflow_id, node_name, ordering_key, expires_at"
 )
 SCHEDULE_COLUMNS = (
     "schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,"
     " timeout_seconds, cron_expression, timezone, jitter_seconds, misfire_policy,"
-    " overlap_policy, status, version, current_seq, previous_seq, created_at"
+    " overlap_policy, status, version, current_seq, previous_seq, created_at, expires_after_ms"
 )
 
 _QUALIFIED_SCHEDULE_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SCHEDULE_COLUMNS.split(","))

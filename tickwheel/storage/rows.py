@@ -55,6 +55,7 @@ def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
         t.created_ms if status.is_final else None,
         t.request_hash,
         t.created_ms if t.direct else None,  # released with its commit: triggered_at
+        t.expires_ms,
     ]
 
 
@@ -120,6 +121,7 @@ def task(r: Row) -> TaskRecord:
         workflow_id=r["workflow_id"],
         node_name=r["node_name"],
         ordering_key=r["ordering_key"],
+        expires_ms=r["expires_at"],
     )
 
 
@@ -135,6 +137,7 @@ def claimed(r: Row) -> ClaimedTask:
         lease_expires_ms=r["lease_expires_at"],
         timeout_seconds=r["timeout_seconds"],
         options=options(r),
+        expires_ms=r["expires_at"],
     )
 
 
@@ -181,6 +184,7 @@ def schedule_params(s: ScheduleRecord) -> list[Any]:
         s.current_seq,
         s.previous_seq,
         s.created_ms,
+        s.expires_after_ms,
     ]
 
 
@@ -200,6 +204,7 @@ def schedule(r: Row) -> ScheduleRecord:
         current_seq=r["current_seq"],
         previous_seq=r["previous_seq"],
         created_ms=r["created_at"],
+        expires_after_ms=r["expires_after_ms"],
     )
 
 

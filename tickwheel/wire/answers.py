@@ -54,6 +54,7 @@ class ScheduleOut(Answer, frozen=True):
     misfire_policy: str | None = None
     overlap_policy: str | None = None
     schedule_status: str | None = None
+    expires_after_seconds: float | None = None  # each instance's expiry after its fire
 
 
 class RetryBackoffOut(Answer, frozen=True):
@@ -95,6 +96,7 @@ class TaskOut(Answer, frozen=True, kw_only=True):
     timeout_seconds: float | None
     idempotency_key: str | None
     ordering_key: str | None = None
+    expires_at: datetime | None = None  # not started by then, it ends expired
     attempts: int
     fence: int
     due_time: datetime | None
@@ -170,6 +172,7 @@ class ClaimedOut(Answer, frozen=True):
     due_time: datetime
     lease_expires_at: datetime
     timeout_seconds: float | None
+    expires_at: datetime | None = None  # a worker should not start it after this
 
 
 class ClaimOut(Answer, frozen=True):

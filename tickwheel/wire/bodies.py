@@ -23,6 +23,7 @@ PLAIN_OPTIONS = (
     "timeout_seconds",
     "idempotency_key",
     "ordering_key",
+    "expires_after_seconds",
 )
 
 
@@ -48,6 +49,8 @@ def task_body(
     for name in PLAIN_OPTIONS:
         if name in options:
             body[name] = options[name]  # type: ignore[literal-required]
+    if "expires_at" in options:
+        body["expires_at"] = options["expires_at"].isoformat()
     if "dependencies" in options:
         body["dependencies"] = list(options["dependencies"])
     if "retry_backoff" in options:

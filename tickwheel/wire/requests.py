@@ -20,7 +20,13 @@ from tickwheel.clock import to_ms
 from tickwheel.core import cron
 from tickwheel.core.cron import CronSpec, MisfirePolicy, OverlapPolicy
 from tickwheel.errors import InvalidRequest
-from tickwheel.models import ScheduleType, SubmitOptions, TaskOptions, reserved_name
+from tickwheel.models import (
+    MAX_EXPIRES_AFTER_SECONDS,
+    ScheduleType,
+    SubmitOptions,
+    TaskOptions,
+    reserved_name,
+)
 from tickwheel.wire.bodies import task_body
 
 # -- what the engine is asked ---------------------------------------------------
@@ -49,6 +55,9 @@ class TaskRequest:
     ordering_key: str | None = None  # one at a time per key, in due order
     # Chosen by the client (a UUID): a retry with the same id answers the task it made.
     task_id: str | None = None
+    # Not started by then it ends expired: at a time, or this long after its due time.
+    expires_at_ms: int | None = None
+    expires_after_ms: int | None = None
 
 
 # -- what a body holds, whoever read it ------------------------------------------
@@ -105,6 +114,10 @@ class TaskFields(Protocol):
     def ordering_key(self) -> str | None: ...
     @property
     def task_id(self) -> str | None: ...
+    @property
+    def expires_at(self) -> datetime | None: ...
+    @property
+    def expires_after_seconds(self) -> float | None: ...
 
 
 # The embedded node's reading of a body: types only; the engine checks the limits.
@@ -139,6 +152,8 @@ class TaskBody(msgspec.Struct, frozen=True):
     dependencies: tuple[str, ...] = ()
     ordering_key: str | None = None
     task_id: str | None = None
+    expires_at: datetime | None = None
+    expires_after_seconds: float | None = None
 
 
 # -- the reading -----------------------------------------------------------------
@@ -205,6 +220,7 @@ def task_request(
         tuple(body.dependencies),
         body.ordering_key,
         body.task_id,
+        *_expiry(body),
     )
 
 
@@ -212,6 +228,25 @@ def task_requests(bodies: Sequence[TaskFields], type_options: TypeOptions) -> li
     """A batch's requests: a task type's options are worked out once per batch."""
     known: Known = {}
     return [task_request(body, type_options, known) for body in bodies]
+
+
+def _expiry(body: TaskFields) -> tuple[int | None, int | None]:
+    """(expires_at, expires_after) in ms; whether they fit the task is the engine's to say."""
+    at, after = body.expires_at, body.expires_after_seconds
+    if at is not None and after is not None:
+        raise InvalidRequest("expires_at", "give expires_at or expires_after_seconds, not both")
+    if at is not None:
+        try:
+            return to_ms(at), None
+        except ValueError as error:
+            raise InvalidRequest("expires_at", str(error)) from None
+    if after is not None:
+        if not 0 < after <= MAX_EXPIRES_AFTER_SECONDS:  # NaN fails too
+            raise InvalidRequest(
+                "expires_after_seconds", f"must be > 0 and <= {MAX_EXPIRES_AFTER_SECONDS:g}"
+            )
+        return None, max(1, round(after * 1000))
+    return None, None
 
 
 _OPTION_NAMES = (

@@ -33,6 +33,10 @@ class Claims(Protocol):
 
     def succeeded(self, task: ClaimedTask) -> Finish: ...
 
+    def expired(self, task: ClaimedTask) -> Finish | None:
+        """The end of a claimed task whose expiry came before it started, if it did."""
+        ...
+
     def failed(
         self, task: ClaimedTask, error: str, *, outcome: Outcome = ..., retryable: bool
     ) -> Finish: ...

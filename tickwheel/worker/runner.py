@@ -232,6 +232,11 @@ class Worker:
 
     async def _run(self, task: ClaimedTask) -> None:
         fail = self._dispatcher.failed
+        too_late = self._dispatcher.expired(task)  # it waited for a slot past its expiry
+        if too_late is not None:
+            self._slot_freed()
+            await self._record(too_late, task)
+            return
         try:
             try:
                 await self._execute(task)

@@ -98,12 +98,13 @@ async def test_ends_count_by_their_final_state_and_refused_ones_not_at_all() -> 
         end(Status.PENDING),  # a retry
         end(Status.FAILED),
         end(Status.SUCCEEDED),  # refused below: a stale fence
+        end(Status.EXPIRED),  # claimed ahead, its expiry came before a slot
     ]
 
-    recorder.ended(ends, [True, True, True, False])
+    recorder.ended(ends, [True, True, True, False, True])
 
     got = series(await store.seconds(T0), T0).counts
-    assert [got[e][-1] for e in Event] == [0, 0, 1, 1, 1]
+    assert [got[e][-1] for e in Event] == [0, 0, 1, 1, 1, 1]
     assert recorder.lifetime.run_time_sum_ms == 250
     assert sum(recorder.lifetime.run_time) == 1
 

@@ -132,7 +132,7 @@ def test_a_dependent_of_a_running_task_starts_blocked_and_watches_it() -> None:
 
     assert script.only(steps.StatusesOf) == [steps.StatusesOf(["done", "inside", "p"])]
     (rows,) = script.only(steps.InsertTasks)
-    statuses = [r[-4] for r in rows.rows]  # task_params ends with status and 3 more
+    statuses = [r[-5] for r in rows.rows]  # task_params ends with status and 4 more
     assert statuses == ["pending", "blocked", "pending"]
     assert [h.status for h in held] == [Status.PENDING, Status.BLOCKED, Status.PENDING]
     (links,) = script.only(steps.InsertLinks)

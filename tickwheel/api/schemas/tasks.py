@@ -26,6 +26,7 @@ from tickwheel.ids import UUID_PATTERN
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
     MAX_DEPENDENCIES,
+    MAX_EXPIRES_AFTER_SECONDS,
     MAX_JITTER_SECONDS,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
@@ -130,6 +131,18 @@ class TaskIn(Strict):
         "waits (status waiting) while an earlier one of its key has not ended for good, "
         "retries included. Tasks with different keys run in parallel.",
     )
+    expires_at: AwareDatetime | None = Field(
+        None,
+        description="If the task has not started by then, it ends expired and never runs "
+        "(nor is it retried). After its due time; not for cron tasks.",
+    )
+    expires_after_seconds: StrictFloat | None = Field(
+        None,
+        gt=0,
+        le=MAX_EXPIRES_AFTER_SECONDS,
+        description="The same, counted from the task's due time; on a cron task, from each "
+        "instance's fire time (an instance that could not start in time is skipped).",
+    )
 
     @field_validator("task_type")
     @classmethod
@@ -142,6 +155,19 @@ class TaskIn(Strict):
     def _not_the_engines_queue(cls, value: str | None) -> str | None:
         refuse(reserved_name(queue=value))
         return value
+
+    @field_validator("expires_at")
+    @classmethod
+    def _plausible_expiry(cls, value: datetime | None) -> datetime | None:
+        if value is not None and not EARLIEST_DUE <= value <= LATEST_DUE:
+            raise ValueError(f"must be between {EARLIEST_DUE.year} and {LATEST_DUE.year}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_expiry(self) -> TaskIn:
+        if self.expires_at is not None and self.expires_after_seconds is not None:
+            raise ValueError("give expires_at or expires_after_seconds, not both")
+        return self
 
 
 class BatchIn(Strict):
@@ -177,6 +203,9 @@ class ScheduleOut(BaseModel):
     misfire_policy: str | None = None
     overlap_policy: str | None = None
     schedule_status: str | None = None
+    expires_after_seconds: float | None = Field(
+        None, description="A cron schedule's: each instance's expiry after its fire time."
+    )
 
 
 class RetryBackoffOut(BaseModel):
@@ -225,6 +254,9 @@ class TaskOut(BaseModel):
     timeout_seconds: float | None
     idempotency_key: str | None
     ordering_key: str | None = None
+    expires_at: datetime | None = Field(
+        None, description="Not started by then, the task ends expired (null: never)."
+    )
     attempts: int
     fence: int
     due_time: datetime | None

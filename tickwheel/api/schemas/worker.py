@@ -52,6 +52,9 @@ class ClaimedOut(BaseModel):
     due_time: datetime
     lease_expires_at: datetime
     timeout_seconds: float | None
+    expires_at: datetime | None = Field(
+        None, description="The task's expiry: a worker should not start it after this."
+    )
 
 
 class ClaimOut(BaseModel):

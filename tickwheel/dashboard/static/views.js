@@ -6,7 +6,7 @@ import { fields, h, statusBadge, table, when } from "./dom.js";
 import { workflowGraph } from "./graph.js";
 
 const STATES = ["pending", "blocked", "waiting", "running", "succeeded", "failed",
-  "cancelled", "upstream_failed"];
+  "cancelled", "upstream_failed", "expired"];
 const SERIES = [["triggered", "#5f7fd1"], ["started", "#2b59c3"], ["succeeded", "#2f8f4e"],
   ["failed", "#c23b32"]];
 
@@ -134,13 +134,15 @@ export function task(root, params, id) {
           ["fence", t.fence], ["worker", t.worker_id], ["due", when(t.due_time)],
           ["created", when(t.created_at)], ["triggered", when(t.triggered_at)],
           ["started", when(t.started_at)], ["completed", when(t.completed_at)],
-          ["lease until", when(t.lease_expires_at)], ["idempotency key", t.idempotency_key],
+          ["lease until", when(t.lease_expires_at)], ["expires", t.expires_at ? when(t.expires_at) : undefined],
+          ["idempotency key", t.idempotency_key],
           ["ordering key", t.ordering_key], ["last error", t.last_error],
         ])),
         h("div", { class: "panel" }, fields([
           ["schedule", t.schedule.type], ["cron", t.schedule.cron_expression],
           ["timezone", t.schedule.timezone], ["jitter", t.schedule.jitter_seconds === null ? undefined : `${t.schedule.jitter_seconds} s`],
           ["schedule status", t.schedule.schedule_status],
+          ["instances expire", t.schedule.expires_after_seconds == null ? undefined : `${t.schedule.expires_after_seconds} s after each fire`],
           ["current instance", t.current_instance_id ? h("a", { href: `#/task/${t.current_instance_id}` }, t.current_instance_id) : undefined],
         ]), h("h2", {}, "Payload"), h("pre", {}, JSON.stringify(t.payload, null, 2)))),
       fireTimes(preview),

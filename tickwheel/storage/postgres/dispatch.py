@@ -114,3 +114,9 @@ class PostgresDispatch(PostgresBase):
     ) -> list[TaskRecord]:
         found = await self._fetch("expired_leases", sorted(partitions), now_ms, limit)
         return [convert.task(r) for r in found]
+
+    async def expire_unstarted(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]:
+        found = await self._fetch("expire_unstarted", sorted(partitions), now_ms, limit)
+        return [convert.task(r) for r in found]

@@ -23,13 +23,13 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash, triggered_at
+    completed_at, request_hash, triggered_at, expires_at
 )
 SELECT * FROM unnest(
     $1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::int[], $11::int[], $12::float8[], $13::float8[],
     $14::float8[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::text[],
-    $20::text[], $21::text[], $22::bigint[], $23::text[], $24::bigint[]
+    $20::text[], $21::text[], $22::bigint[], $23::text[], $24::bigint[], $25::bigint[]
 );
 
 -- name: statuses_of
@@ -139,7 +139,7 @@ SELECT {task_columns} FROM tasks WHERE workflow_id = $1 ORDER BY seq;
 -- name: active_workflows
 SELECT DISTINCT workflow_id FROM tasks
 WHERE workflow_id = ANY($1::text[])
-  AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed');
+  AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired');
 
 -- name: edges_into
 SELECT predecessor_seq, dependent_seq FROM task_edges WHERE dependent_seq = ANY($1::bigint[]);
@@ -187,8 +187,9 @@ FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'pending'
   AND tasks.due_time <= c.triggered
   AND ($6 OR tasks.ordering_key IS NULL)
+  AND (tasks.expires_at IS NULL OR tasks.expires_at > $3)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
-          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at;
 
 -- name: extend_leases
 UPDATE tasks SET lease_expires_at = $3
@@ -248,6 +249,29 @@ WHERE status = 'running' AND lease_expires_at < $2 AND partition = ANY($1::int[]
 ORDER BY lease_expires_at
 LIMIT $3;
 
+-- name: expire_unstarted
+-- Tasks not started by their expiry end expired, a final status: the trigger queues
+-- the news of those with dependents or an ordering key. A schedule's current instance
+-- waits until it is released (which advances its schedule), or the schedule would
+-- stop. A claim racing this either started the task first (the status check, made
+-- again on the locked row, then skips it) or refuses it (its expiry check).
+UPDATE tasks
+SET status = 'expired', version = version + 1, completed_at = $2,
+    last_error = 'not started before it expired'
+WHERE seq IN (
+    SELECT seq FROM tasks AS t
+    WHERE expires_at IS NOT NULL AND status IN ('pending', 'waiting', 'blocked')
+      AND expires_at <= $2 AND partition = ANY($1::int[])
+      AND NOT EXISTS (
+          SELECT 1 FROM schedules AS s
+          WHERE s.schedule_id = t.schedule_id AND s.current_seq = t.seq
+      )
+    ORDER BY expires_at
+    LIMIT $3
+)
+  AND status IN ('pending', 'waiting', 'blocked')
+RETURNING {task_columns};
+
 -- name: cancel
 -- A running task keeps its lease's end: its attempt may run until then (its key waits).
 -- Returned for the execution row of an attempt cancelled while it ran (a lease left).
@@ -299,8 +323,8 @@ ORDER BY e.id DESC LIMIT $3;
 INSERT INTO schedules (
     schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,
     timeout_seconds, cron_expression, timezone, jitter_seconds, misfire_policy, overlap_policy,
-    status, version, current_seq, previous_seq, created_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19);
+    status, version, current_seq, previous_seq, created_at, expires_after_ms
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20);
 
 -- name: set_current_seq
 UPDATE schedules SET current_seq = $2 WHERE schedule_id = $1;

@@ -26,7 +26,9 @@ CREATE TABLE schedules (
     version           bigint NOT NULL DEFAULT 0,
     current_seq       bigint,
     previous_seq      bigint,
-    created_at        bigint NOT NULL
+    created_at        bigint NOT NULL,
+    -- Each instance not started this long after its fire time ends expired.
+    expires_after_ms  bigint
 );
 
 CREATE INDEX schedules_created ON schedules (created_at, schedule_id);
@@ -71,6 +73,8 @@ CREATE TABLE tasks (
     ordering_key      text,
     -- Of a task whose id the client chose: the id dedupes a retried submission.
     request_hash      text,
+    -- Not started by then: the task ends expired and never runs (claims refuse it).
+    expires_at        bigint,
     PRIMARY KEY (seq)
 ) PARTITION BY RANGE (seq);
 
@@ -82,6 +86,8 @@ CREATE INDEX tasks_task_id ON tasks (task_id);
 CREATE INDEX tasks_pending_due ON tasks (partition, due_time) WHERE status = 'pending';
 CREATE INDEX tasks_pending_mark ON tasks (mark) WHERE status = 'pending';
 CREATE INDEX tasks_running_lease ON tasks (lease_expires_at) WHERE status = 'running';
+CREATE INDEX tasks_unstarted_expiry ON tasks (expires_at)
+WHERE expires_at IS NOT NULL AND status IN ('pending', 'waiting', 'blocked');
 CREATE INDEX tasks_status ON tasks (status, seq);
 CREATE INDEX tasks_type ON tasks (task_type, seq);
 CREATE INDEX tasks_schedule ON tasks (schedule_id, seq) WHERE schedule_id IS NOT NULL;
@@ -214,8 +220,8 @@ $$;
 CREATE TRIGGER tasks_final_to_propagate AFTER UPDATE OF status ON tasks
 FOR EACH ROW
 WHEN ((NEW.has_dependents OR NEW.ordering_key IS NOT NULL)
-    AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
-    AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed'))
+    AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
+    AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired'))
 EXECUTE FUNCTION tasks_final_to_propagate();
 
 -- Makes sure the range [lower, lower + 2^26) exists, with its two partitions.
@@ -296,12 +302,12 @@ BEGIN
         CONTINUE WHEN EXISTS (
             SELECT 1 FROM tasks
             WHERE seq >= expired.lower AND seq < expired.upper
-              AND (status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+              AND (status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
                    OR completed_at >= cutoff)
         ) OR EXISTS (
             SELECT 1 FROM task_edges AS e JOIN tasks AS d ON d.seq = e.dependent_seq
             WHERE e.predecessor_seq >= expired.lower AND e.predecessor_seq < expired.upper
-              AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+              AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
         ) OR EXISTS (
             SELECT 1 FROM propagations WHERE seq >= expired.lower AND seq < expired.upper
         ) OR EXISTS (
@@ -311,7 +317,7 @@ BEGIN
             SELECT 1 FROM tasks AS t JOIN tasks AS o ON o.workflow_id = t.workflow_id
             WHERE t.seq >= expired.lower AND t.seq < expired.upper
               AND t.workflow_id IS NOT NULL
-              AND (o.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+              AND (o.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
                    OR o.completed_at >= cutoff)
         );
         EXECUTE format('DROP TABLE tasks_r%s, executions_r%s',

@@ -95,3 +95,12 @@ class SqliteDispatch(SqliteBase):
         params = {"partitions": as_json(sorted(partitions)), "now": now_ms, "limit": limit}
         rows = await self._reader.run(lambda db: db.execute(q("expired_leases"), params).fetchall())
         return [convert.task(r) for r in rows]
+
+    async def expire_unstarted(
+        self, partitions: Collection[int], *, now_ms: int, limit: int
+    ) -> list[TaskRecord]:
+        params = {"partitions": as_json(sorted(partitions)), "now": now_ms, "limit": limit}
+        rows = await self._writer.transaction(
+            lambda db: db.execute(q("expire_unstarted"), params).fetchall(), acknowledged=False
+        )
+        return [convert.task(r) for r in rows]

@@ -9,8 +9,8 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash, triggered_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    completed_at, request_hash, triggered_at, expires_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: statuses_of
 SELECT task_id, seq, status FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
@@ -109,7 +109,7 @@ SELECT {task_columns} FROM tasks WHERE workflow_id = ? ORDER BY seq;
 -- name: active_workflows
 SELECT DISTINCT workflow_id FROM tasks
 WHERE workflow_id IN (SELECT value FROM json_each(?)) AND workflow_id IS NOT NULL
-  AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed');
+  AND status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired');
 
 -- name: edges_into
 SELECT predecessor_seq, dependent_seq FROM task_edges
@@ -175,7 +175,8 @@ WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
 -- a little behind the scheduler's must not refuse what was released on time, and an
 -- item released before the task's current due time (it was retried since) is stale.
 -- Tasks with an ordering key are left to a second pass (:keyed) that admits only the
--- task whose turn it is.
+-- task whose turn it is. A task past its expiry is never started: the expiry's scan
+-- ends it.
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
@@ -183,8 +184,9 @@ SET status = 'running', version = version + 1, attempts = attempts + 1,
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
 WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= c.triggered
   AND (:keyed OR tasks.ordering_key IS NULL)
+  AND (tasks.expires_at IS NULL OR tasks.expires_at > :now)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
-          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds;
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at;
 
 -- name: extend_leases
 UPDATE tasks
@@ -226,6 +228,26 @@ WHERE status = 'running' AND lease_expires_at < :now
   AND partition IN (SELECT value FROM json_each(:partitions))
 ORDER BY lease_expires_at
 LIMIT :limit;
+
+-- name: expire_unstarted
+-- Tasks not started by their expiry end expired, a final status: the trigger queues
+-- the news of those with dependents or an ordering key. A schedule's current instance
+-- waits until it is released (which advances its schedule), or the schedule would stop. Claims refuse them already.
+UPDATE tasks
+SET status = 'expired', version = version + 1, completed_at = :now,
+    last_error = 'not started before it expired'
+WHERE seq IN (
+    SELECT seq FROM tasks AS t INDEXED BY tasks_unstarted_expiry
+    WHERE expires_at IS NOT NULL AND status IN ('pending', 'waiting', 'blocked')
+      AND expires_at <= :now AND partition IN (SELECT value FROM json_each(:partitions))
+      AND NOT EXISTS (
+          SELECT 1 FROM schedules AS s
+          WHERE s.schedule_id = t.schedule_id AND s.current_seq = t.seq
+      )
+    ORDER BY expires_at
+    LIMIT :limit
+)
+RETURNING {task_columns};
 
 -- name: cancel
 -- A running task keeps its lease's end: its attempt may run until then (its key waits).
@@ -278,8 +300,8 @@ ORDER BY e.id DESC LIMIT :limit;
 INSERT INTO schedules (
     schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,
     timeout_seconds, cron_expression, timezone, jitter_seconds, misfire_policy, overlap_policy,
-    status, version, current_seq, previous_seq, created_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    status, version, current_seq, previous_seq, created_at, expires_after_ms
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: get_schedule
 SELECT {schedule_columns} FROM schedules WHERE schedule_id = ?;
@@ -491,7 +513,7 @@ SELECT MAX(seq), COUNT(*) FROM (
 -- for what a list of schedules shows.
 SELECT seq, workflow_id FROM tasks AS t
 WHERE seq > :after AND seq <= :last
-  AND status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+  AND status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
   AND completed_at < :before
   AND seq < (SELECT MAX(seq) FROM tasks)
   AND seq NOT IN (SELECT seq FROM propagations)
@@ -504,7 +526,7 @@ WHERE seq > :after AND seq <= :last
   AND NOT EXISTS (
       SELECT 1 FROM task_edges AS e JOIN tasks AS d ON d.seq = e.dependent_seq
       WHERE e.predecessor_seq = t.seq
-        AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+        AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
   );
 
 -- name: workflows_kept
@@ -514,7 +536,7 @@ SELECT w.value FROM json_each(:ids) AS w
 WHERE EXISTS (
     SELECT 1 FROM tasks
     WHERE workflow_id = w.value AND workflow_id IS NOT NULL
-      AND (status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+      AND (status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
            OR completed_at >= :before)
 );
 

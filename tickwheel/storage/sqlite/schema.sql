@@ -25,7 +25,9 @@ CREATE TABLE schedules (
     version           INTEGER NOT NULL DEFAULT 0,
     current_seq       INTEGER,
     previous_seq      INTEGER,
-    created_at        INTEGER NOT NULL
+    created_at        INTEGER NOT NULL,
+    -- Each instance not started this long after its fire time ends expired.
+    expires_after_ms  INTEGER
 );
 
 -- Schedules newest first, of every status or of one.
@@ -69,7 +71,9 @@ CREATE TABLE tasks (
     -- Tasks sharing a key run one at a time, in due order (see ordering_keys).
     ordering_key      TEXT,
     -- Set when the client chose task_id: a repeat with that id must be this request.
-    request_hash      TEXT
+    request_hash      TEXT,
+    -- Not started by then: the task ends expired and never runs (claims refuse it).
+    expires_at        INTEGER
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.
@@ -78,6 +82,9 @@ CREATE INDEX tasks_pending_due ON tasks (partition, due_time) WHERE status = 'pe
 CREATE INDEX tasks_pending_mark ON tasks (mark) WHERE status = 'pending';
 -- The reaper's scan: leases that ran out.
 CREATE INDEX tasks_running_lease ON tasks (lease_expires_at) WHERE status = 'running';
+-- The expiry's scan: tasks not yet started whose time ran out.
+CREATE INDEX tasks_unstarted_expiry ON tasks (expires_at)
+WHERE expires_at IS NOT NULL AND status IN ('pending', 'waiting', 'blocked');
 CREATE INDEX tasks_status ON tasks (status, seq);
 CREATE INDEX tasks_type ON tasks (task_type, seq);
 CREATE INDEX tasks_schedule ON tasks (schedule_id, seq) WHERE schedule_id IS NOT NULL;
@@ -188,8 +195,8 @@ CREATE TABLE ordering_keys (
 
 CREATE TRIGGER tasks_final_to_propagate AFTER UPDATE OF status ON tasks
 WHEN (NEW.has_dependents = 1 OR NEW.ordering_key IS NOT NULL)
-    AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
-    AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed')
+    AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
+    AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
 BEGIN
     INSERT OR IGNORE INTO propagations (seq) VALUES (NEW.seq);
 END;
