@@ -1,6 +1,7 @@
 """Where each task's CPU time goes, process by process.
 
     .venv/bin/python -m bench.cpu_per_task [--tasks 20000] [--runs 3] [--mode embedded]
+        [--tracing]
 
 Distributed (the default): an API, 2 schedulers and 2 workers (concurrency 64) on a
 fresh schema and Redis prefix (`latency.py`'s cluster, no delay). Embedded: one
@@ -10,6 +11,10 @@ time each process used meanwhile (user + system, from /proc), PostgreSQL's backe
 Redis included, is divided by the tasks. Prints the median of `--runs` runs as JSON: µs
 of CPU per task per process, their sum, and drained/s. CPU time is steadier than
 throughput on a shared machine: it compares two trees where tasks/s cannot.
+
+`--tracing` (embedded): `tickwheel up --tracing`, its spans exported over OTLP/HTTP to a
+sink in this program that answers 200 to each export (what a collector costs the
+exporter, without a collector's own CPU).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +74,47 @@ def _sample(roles: dict[str, int]) -> dict[str, float]:
     return sample
 
 
-async def one_embedded_run(tasks: int) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def otlp_sink() -> AsyncIterator[dict[str, int]]:
+    """An OTLP/HTTP endpoint that takes every export: yields its counts, with its URL."""
+    from aiohttp import web
+
+    received = {"exports": 0, "bytes": 0}
+
+    async def traces(request: web.Request) -> web.Response:
+        received["exports"] += 1
+        received["bytes"] += len(await request.read())
+        return web.Response(status=200)
+
+    app = web.Application()
+    app.router.add_post("/v1/traces", traces)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    received["port"] = port
+    try:
+        yield received
+    finally:
+        await runner.cleanup()
+
+
+async def one_embedded_run(tasks: int, tracing: bool = False) -> dict[str, Any]:
     """One `tickwheel up` on a fresh file: its own CPU per task."""
+    async with otlp_sink() as sink:
+        env = {**os.environ, "TICKWHEEL_LOG_LEVEL": "warning"}
+        if tracing:
+            env |= {
+                "TICKWHEEL_TRACING": "1",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink['port']}",
+            }
+        result = await _embedded(tasks, env)
+    if tracing:
+        result["otlp_exports"] = sink["exports"]
+    return result
+
+
+async def _embedded(tasks: int, env: dict[str, str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "tickwheel.db"
         port = free_port()
@@ -80,7 +125,7 @@ async def one_embedded_run(tasks: int) -> dict[str, Any]:
             str(port),
             "--database-url",
             f"sqlite:///{path}",
-            env={**os.environ, "TICKWHEEL_LOG_LEVEL": "warning"},
+            env=env,
             stdout=asyncio.subprocess.DEVNULL,
         )
         try:
@@ -139,8 +184,10 @@ async def one_run(tasks: int) -> dict[str, Any]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    one = one_embedded_run if args.mode == "embedded" else one_run
-    runs = [await one(args.tasks) for _ in range(args.runs)]
+    if args.mode == "embedded":
+        runs = [await one_embedded_run(args.tasks, args.tracing) for _ in range(args.runs)]
+    else:
+        runs = [await one_run(args.tasks) for _ in range(args.runs)]
     roles = runs[0]["us_per_task"]
     print(
         json.dumps(
@@ -162,4 +209,5 @@ if __name__ == "__main__":
     parser.add_argument("--tasks", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--mode", choices=["distributed", "embedded"], default="distributed")
+    parser.add_argument("--tracing", action="store_true", help="embedded, with tracing on")
     asyncio.run(main(parser.parse_args()))

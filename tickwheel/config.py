@@ -69,6 +69,9 @@ class Settings:
     max_streams: int = 64  # dashboard event streams open at once on this node
     node_id: str | None = None
     log_format: str = "text"  # or "json": one object per line (see tickwheel/logs.py)
+    # OpenTelemetry spans of each task, one trace per submitting request (tracing.py);
+    # exported over OTLP unless the program set a tracer provider.
+    tracing: bool = False
 
     @property
     def worker_prefetch(self) -> int:

@@ -20,6 +20,7 @@ class Extra(NamedTuple):
 
 POSTGRES = Extra("the PostgreSQL store", "asyncpg", "postgres")
 REDIS = Extra("the Redis ready queue", "redis", "redis")
+OTEL = Extra("tracing", "opentelemetry.sdk", "otel")
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 

@@ -161,6 +161,7 @@ class NewTask:
     # on nothing): stored with no mark, so the loader does not put it on a wheel too.
     direct: bool = False
     expires_ms: int | None = None  # not started by then: it ends expired
+    traceparent: str | None = None  # its submission's W3C trace context (tracing on)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +190,7 @@ class TaskRecord:
     node_name: str | None = None
     ordering_key: str | None = None
     expires_ms: int | None = None
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,7 @@ class ClaimedTask:
     timeout_seconds: float | None
     options: TaskOptions
     expires_ms: int | None = None  # not started by then, it must not run
+    traceparent: str | None = None  # its submission's W3C trace context (tracing on)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,10 @@ from typing_extensions import Unpack
 from tickwheel.clock import Clock, ClusterClock
 from tickwheel.config import Role, Settings
 from tickwheel.engine import readiness
-from tickwheel.engine.admission import SAMPLE_SECONDS, Admission
+from tickwheel.engine.admission import Admission
 from tickwheel.engine.dependencies import DependencyResolver
 from tickwheel.engine.dispatch import Dispatcher
+from tickwheel.engine.drain import drain_loop
 from tickwheel.engine.expiry import Expiry
 from tickwheel.engine.leases import PartitionLeases
 from tickwheel.engine.reaper import Reaper
@@ -44,7 +45,6 @@ from tickwheel.metrics import prometheus
 from tickwheel.metrics.base import FLUSH_SECONDS, MetricsStore
 from tickwheel.metrics.factory import open_metrics
 from tickwheel.metrics.recorder import Recorder
-from tickwheel.metrics.window import EndedTally
 from tickwheel.models import (
     ENGINE_QUEUE,
     WORKFLOW_TASK_TYPE,
@@ -58,6 +58,7 @@ from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.queue.factory import open_queue
 from tickwheel.storage.base import News, Store
 from tickwheel.storage.factory import open_store_when_reachable
+from tickwheel.tracing import export_over_otlp, tracing_for
 from tickwheel.wire.requests import TaskRequest, request_of, schedule_of
 from tickwheel.worker.builtin import HttpCaller, builtin_app
 from tickwheel.worker.context import TaskContext
@@ -100,6 +101,8 @@ class Node:
         self._loops: list[asyncio.Task[None]] = []
         self.node_id = self.settings.node_id or f"{default_worker_id()}:{uuid.uuid4().hex[:8]}"
         self.metrics = Recorder(self.clock)
+        if self.settings.tracing:  # to the program's tracer provider, else over OTLP
+            export_over_otlp(f"tickwheel-{'-'.join(sorted(self.roles))}")
         self.store_health = Outage("the store", log)
         self._timekeeper: Timekeeper | None = None
 
@@ -132,6 +135,7 @@ class Node:
     async def _start_roles(self) -> None:
         s = self.settings
         partitions = await self.store.partitions()
+        self.tracing = tracing_for(s.tracing, self.store.traceparents_of, self.clock.now_ms)
         self.trigger = TriggerEngine(
             store=self.store,
             queue=self.queue,
@@ -139,6 +143,7 @@ class Node:
             on_cron=self._on_cron,
             horizon_seconds=s.horizon_seconds,
             metrics=self.metrics,
+            on_released=self.tracing.released if self.tracing.enabled else None,
         )
         self.leases = PartitionLeases(
             store=self.store,
@@ -222,6 +227,7 @@ class Node:
             concurrency=s.concurrency,
             prefetch=s.worker_prefetch,
             registry=self.store,
+            tracing=self.tracing,
         )
         # The engine's own tasks (launches of recurring workflows) run here even when
         # this node runs no worker for users' tasks.
@@ -254,7 +260,15 @@ class Node:
         if Role.WORKER in self.roles:
             self._spawn(self.worker.run())
         if Role.API in self.roles:
-            self._spawn(self._drain_loop().run())
+            self._spawn(
+                drain_loop(
+                    self.admission,
+                    queue=self.queue,
+                    metrics=self.metrics_store,
+                    clock=self.clock,
+                    shares_workers=Role.WORKER in self.roles,
+                ).run()
+            )
         retention = retention_for(
             self.store,
             clock=self.clock,
@@ -315,33 +329,6 @@ class Node:
             wait_first=True,
         )
         self._spawn(flushing.run())
-
-    def _drain_loop(self) -> Periodic:
-        """Admission control judges the whole cluster: twice a second this node reads
-        the ready queue's depth (a shared queue changes under other nodes' hands) and
-        the attempts every worker ended, from the metrics all nodes flush. Where the
-        workers share this process, a spell in which the API admitted work is told
-        apart: the submissions took the workers' turn on the event loop."""
-        ended = EndedTally()
-        shared = Role.WORKER in self.roles
-        admitted = self.admission.admitted
-
-        async def measure() -> None:
-            nonlocal admitted
-            depth = await self.queue.fresh_depth()
-            now_ms = self.clock.now_ms()
-            seconds = await self.metrics_store.seconds(now_ms)
-            contended = shared and self.admission.admitted != admitted
-            admitted = self.admission.admitted
-            self.admission.observe(ended.update(seconds, now_ms), depth, contended=contended)
-
-        return Periodic(
-            "measuring the drain rate",
-            measure,
-            clock=self.clock,
-            every_seconds=SAMPLE_SECONDS,
-            log=log,
-        )
 
     def _on_news(self, news: News) -> None:
         """Another process made tasks pending, ended some with consequences, or moved
@@ -411,6 +398,8 @@ class Node:
             with contextlib.suppress(Exception):
                 await self.leases.release_all()
         await self._http.aclose()
+        if hasattr(self, "tracing"):
+            await self.tracing.close()
         if hasattr(self, "metrics_store"):
             with contextlib.suppress(Exception):
                 await self.metrics_store.close()
@@ -480,6 +469,8 @@ class Node:
     async def _push_ready(self, items: list[ReadyItem]) -> None:
         await self.queue.push(items)
         self.metrics.released(items)
+        if self.tracing.enabled:
+            self.tracing.released(items)
 
     def type_options(self, task_type: str) -> TaskOptions:
         """The options a task of this type has unless its submission sets them."""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tickwheel.models import TaskOptions
     from tickwheel.queue.base import ReadyQueue
     from tickwheel.storage.base import Store
+    from tickwheel.tracing import Tracing
 
 
 class Running(Protocol):
@@ -72,6 +73,8 @@ class Host(Protocol):
     def metrics_store(self) -> MetricsStore: ...
     @property
     def prometheus(self) -> CollectorRegistry: ...
+    @property
+    def tracing(self) -> Tracing: ...
 
     def type_options(self, task_type: str) -> TaskOptions:
         """The options a task of this type has unless its submission sets them."""

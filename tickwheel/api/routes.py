@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -73,7 +74,11 @@ async def submit_task(
     node.admission.check()
     if body.idempotency_key is None and idempotency_key is not None:
         body = body.model_copy(update={"idempotency_key": idempotency_key})
-    submitted = await node.service.submit(task_request(body, node.type_options))
+    with node.tracing.submission(request.headers.get("traceparent"), 1) as traceparent:
+        task = task_request(body, node.type_options)
+        if traceparent is not None:
+            task = replace(task, traceparent=traceparent)
+        submitted = await node.service.submit(task)
     views.mark_replayed(response, submitted.duplicate)
     return views.submitted_out(submitted)
 
@@ -92,7 +97,12 @@ async def submit_batch(request: Request) -> Response:
     node = node_of(request)
     node.admission.check()
     body = await bodies.read(request, BatchIn)
-    submitted = await node.service.submit_many(task_requests(body.tasks, node.type_options))
+    header = request.headers.get("traceparent")
+    with node.tracing.submission(header, len(body.tasks)) as traceparent:
+        tasks = task_requests(body.tasks, node.type_options)
+        if traceparent is not None:
+            tasks = [replace(t, traceparent=traceparent) for t in tasks]
+        submitted = await node.service.submit_many(tasks)
     return views.batch_answer(submitted)
 
 

@@ -131,6 +131,7 @@ def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
         idempotency_key=r.idempotency_key,
         ordering_key=r.ordering_key,
         expires_at=to_datetime(r.expires_ms),
+        traceparent=r.traceparent,
         attempts=r.attempts,
         fence=r.version,
         due_time=to_datetime(r.due_ms),

@@ -145,6 +145,14 @@ def up(
             "a 201 with a warning.",
         ),
     ] = DEFAULTS.strict_task_types,
+    tracing: Annotated[
+        bool,
+        typer.Option(
+            envvar=env("tracing"),
+            help="OpenTelemetry spans of each task (pip install 'tickwheel[otel]'), exported "
+            "over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT).",
+        ),
+    ] = DEFAULTS.tracing,
     worker: Annotated[
         bool,
         typer.Option(
@@ -190,8 +198,11 @@ def up(
         http_allow=http_allow,
         http_deny=http_deny,
         log_format=log_format,
+        tracing=tracing,
     )
     extras.require_for(settings.database_url, settings.redis_url)
+    if tracing:
+        extras.require(extras.OTEL)
     if not insecure and not _loopback(host) and not asyncio.run(_has_tokens(settings)):
         typer.echo(
             f"refusing to serve on {host} with no API token: anyone could submit tasks."

@@ -339,6 +339,7 @@ class Submissions:
             ordering_key=request.ordering_key,
             request_hash=request_hash if request.task_id is not None else None,
             expires_ms=_expires_ms(request, due),
+            traceparent=request.traceparent,
             direct=push
             and self._push_ready is not None
             and due <= now_ms

@@ -55,9 +55,11 @@ class TriggerEngine:
         horizon_seconds: float = 60.0,
         load_interval_seconds: float = 1.0,
         metrics: Recorder | None = None,
+        on_released: Callable[[list[ReadyItem]], None] | None = None,
     ) -> None:
         self._store = store
         self._metrics = metrics or Recorder(clock)
+        self._on_released = on_released  # told of each chunk pushed or staged (traces)
         self._queue = queue
         self._clock = clock
         self._on_cron = on_cron
@@ -333,6 +335,8 @@ class TriggerEngine:
         if items:
             await (self._queue.stage if staging else self._queue.push)(items)
             self._metrics.released(items)
+            if self._on_released is not None:
+                self._on_released(items)
         cron += fired
         await asyncio.sleep(0)
 

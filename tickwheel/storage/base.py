@@ -111,6 +111,10 @@ class TaskReadStore(Protocol):
 
     async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]: ...
 
+    async def traceparents_of(self, seqs: Collection[int]) -> dict[int, str]:
+        """The trace context of those of `seqs` that carry one (tracing was on)."""
+        ...
+
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         """The end recorded for the attempt of `fence`, if it ended (or was cancelled
         while it ran): what a repeated result is answered with."""

@@ -15,7 +15,8 @@ TASK_COLUMNS = (
     "seq, task_id, partition, task_type, payload, status, version, schedule_type, schedule_id,"
     " due_time, queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,"
     " attempts, created_at, triggered_at, started_at, completed_at, lease_expires_at,"
-    " worker_id, last_error, idempotency_key, workflow_id, node_name, ordering_key, expires_at"
+    " worker_id, last_error, idempotency_key, workflow_id, node_name, ordering_key, expires_at,"
+    " traceparent"
 )
 SCHEDULE_COLUMNS = (
     "schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,"

@@ -56,6 +56,7 @@ def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
         t.request_hash,
         t.created_ms if t.direct else None,  # released with its commit: triggered_at
         t.expires_ms,
+        t.traceparent,
     ]
 
 
@@ -122,6 +123,7 @@ def task(r: Row) -> TaskRecord:
         node_name=r["node_name"],
         ordering_key=r["ordering_key"],
         expires_ms=r["expires_at"],
+        traceparent=r["traceparent"],
     )
 
 
@@ -138,6 +140,7 @@ def claimed(r: Row) -> ClaimedTask:
         timeout_seconds=r["timeout_seconds"],
         options=options(r),
         expires_ms=r["expires_at"],
+        traceparent=r["traceparent"],
     )
 
 

@@ -97,6 +97,7 @@ class TaskOut(Answer, frozen=True, kw_only=True):
     idempotency_key: str | None
     ordering_key: str | None = None
     expires_at: datetime | None = None  # not started by then, it ends expired
+    traceparent: str | None = None  # its submission's trace context, with tracing on
     attempts: int
     fence: int
     due_time: datetime | None

@@ -58,6 +58,8 @@ class TaskRequest:
     # Not started by then it ends expired: at a time, or this long after its due time.
     expires_at_ms: int | None = None
     expires_after_ms: int | None = None
+    # The W3C trace context of its submission, with tracing on (not part of the body).
+    traceparent: str | None = None
 
 
 # -- what a body holds, whoever read it ------------------------------------------

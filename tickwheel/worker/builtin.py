@@ -91,6 +91,8 @@ class HttpCaller:
             "X-Tickwheel-Attempt": str(ctx.attempt),
             "Idempotency-Key": ctx.idempotency_key,
         }
+        if ctx.traceparent is not None:
+            headers["traceparent"] = ctx.traceparent
         timeout = aiohttp.ClientTimeout(total=payload.get("timeout_seconds", DEFAULT_HTTP_TIMEOUT))
         target = urlsplit(payload["url"])
         port = target.port or (443 if target.scheme == "https" else 80)

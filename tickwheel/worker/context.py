@@ -14,6 +14,9 @@ class TaskContext:
     due_time: datetime
     fence: int
     worker_id: str
+    # The W3C trace context of this run's span, with tracing on: pass it on to the
+    # services you call (the http task type sends it as a `traceparent` header).
+    traceparent: str | None = None
 
     @property
     def idempotency_key(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -29,11 +30,12 @@ from tickwheel.outage import log_failure
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
+from tickwheel.tracing import OFF, Tracing
 from tickwheel.waiting import wait_event
 from tickwheel.worker.ahead import ClaimAhead
 from tickwheel.worker.claims import Claims
 from tickwheel.worker.context import TaskContext
-from tickwheel.worker.registry import App
+from tickwheel.worker.registry import App, TaskType
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ class Worker:
         threads: int = 16,
         registry: WorkerStore | None = None,
         report_seconds: float = 5.0,
+        tracing: Tracing = OFF,
     ) -> None:
         """`prefetch`: the most tasks claimed ahead of free slots, so that the round
         trips of pulling and claiming overlap with running (0: never). How many are
@@ -71,6 +74,7 @@ class Worker:
         back behind running ones."""
         self._app = app
         self._dispatcher = dispatcher
+        self._tracing = tracing
         self._queue = queue
         self.worker_id = worker_id or default_worker_id()
         self._queues = tuple(queues)
@@ -174,6 +178,8 @@ class Worker:
                 return
             if self._deep:
                 self._ahead.fetched(time.monotonic() - began)
+            if self._tracing.enabled:
+                self._tracing.claimed(claimed, items)
             self._claimed.extend(claimed)
             self._start_claimed()
         finally:
@@ -333,10 +339,14 @@ class Worker:
         kind = self._app.get(task.task_type)
         if kind is None:
             raise PermanentFailure(f"no handler is registered for task type {task.task_type!r}")
+        with self._tracing.running(task) as traceparent:
+            return await self._call(kind, task, traceparent)
+
+    async def _call(self, kind: TaskType, task: ClaimedTask, traceparent: str | None) -> Any:
         due = to_datetime(task.due_ms)
         assert due is not None
         ctx = TaskContext(
-            task.task_id, task.task_type, task.attempt, due, task.fence, self.worker_id
+            task.task_id, task.task_type, task.attempt, due, task.fence, self.worker_id, traceparent
         )
         if kind.is_async:
             call = kind.handler(ctx, task.payload)
@@ -344,7 +354,11 @@ class Worker:
             loop = asyncio.get_running_loop()
             # A plain function cannot be interrupted: on timeout its thread runs on,
             # but its result is discarded and the attempt counts as timed out.
-            call = loop.run_in_executor(self._threads, kind.handler, ctx, task.payload)
+            if traceparent is None:
+                call = loop.run_in_executor(self._threads, kind.handler, ctx, task.payload)
+            else:  # the run's span stays current in the thread
+                run = contextvars.copy_context().run
+                call = loop.run_in_executor(self._threads, run, kind.handler, ctx, task.payload)
         timeout = self._timeout(task)
         if not timeout:
             return await call

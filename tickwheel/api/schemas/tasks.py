@@ -257,6 +257,11 @@ class TaskOut(BaseModel):
     expires_at: datetime | None = Field(
         None, description="Not started by then, the task ends expired (null: never)."
     )
+    traceparent: str | None = Field(
+        None,
+        description="The W3C trace context of its submission, with tracing on: its trace "
+        "holds the task's spans.",
+    )
     attempts: int
     fence: int
     due_time: datetime | None

@@ -23,13 +23,14 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash, triggered_at, expires_at
+    completed_at, request_hash, triggered_at, expires_at, traceparent
 )
 SELECT * FROM unnest(
     $1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::int[], $11::int[], $12::float8[], $13::float8[],
     $14::float8[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::text[],
-    $20::text[], $21::text[], $22::bigint[], $23::text[], $24::bigint[], $25::bigint[]
+    $20::text[], $21::text[], $22::bigint[], $23::text[], $24::bigint[], $25::bigint[],
+    $26::text[]
 );
 
 -- name: statuses_of
@@ -189,7 +190,8 @@ WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'p
   AND ($6 OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > $3)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
-          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at;
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
+          traceparent;
 
 -- name: extend_leases
 UPDATE tasks SET lease_expires_at = $3
@@ -280,6 +282,9 @@ SET status = 'cancelled', version = version + 1, completed_at = $3,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END
 WHERE seq = $1 AND version = $2
 RETURNING seq, attempts, started_at, worker_id, schedule_id, lease_expires_at;
+
+-- name: traceparents_of
+SELECT seq, traceparent FROM tasks WHERE seq = ANY($1::bigint[]) AND traceparent IS NOT NULL;
 
 -- name: get_task
 SELECT {task_columns} FROM tasks WHERE task_id = $1;

@@ -75,6 +75,8 @@ CREATE TABLE tasks (
     request_hash      text,
     -- Not started by then: the task ends expired and never runs (claims refuse it).
     expires_at        bigint,
+    -- The W3C trace context of its submission (with tracing on): its spans join it.
+    traceparent       text,
     PRIMARY KEY (seq)
 ) PARTITION BY RANGE (seq);
 

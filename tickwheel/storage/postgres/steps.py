@@ -73,7 +73,7 @@ class PostgresSteps:
         return [r[0] for r in await self.db.fetch(q("next_seqs"), step.count)]
 
     async def insert_tasks(self, step: steps.InsertTasks) -> None:
-        await self.db.execute(q("insert_tasks"), *columns(step.rows, 25))
+        await self.db.execute(q("insert_tasks"), *columns(step.rows, 26))
 
     async def seqs_of(self, step: steps.SeqsOf) -> dict[str, int]:
         return {r[0]: r[1] for r in await self.db.fetch(q("seqs_of"), step.task_ids)}

@@ -43,6 +43,11 @@ class PostgresTasks(PostgresBase):
     async def get_tasks(self, seqs: Collection[int]) -> list[TaskRecord]:
         return [convert.task(r) for r in await self._fetch("get_tasks", list(seqs))]
 
+    async def traceparents_of(self, seqs: Collection[int]) -> dict[int, str]:
+        return {
+            r["seq"]: r["traceparent"] for r in await self._fetch("traceparents_of", list(seqs))
+        }
+
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         found = await self._fetch("execution_at_fence", task_seq, fence)
         return convert.execution(found[0]) if found else None

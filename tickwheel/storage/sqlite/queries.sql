@@ -9,8 +9,8 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash, triggered_at, expires_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    completed_at, request_hash, triggered_at, expires_at, traceparent
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: statuses_of
 SELECT task_id, seq, status FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
@@ -186,7 +186,8 @@ WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= c.t
   AND (:keyed OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > :now)
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
-          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at;
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
+          traceparent;
 
 -- name: extend_leases
 UPDATE tasks
@@ -257,6 +258,10 @@ SET status = 'cancelled', version = version + 1, completed_at = :now,
     lease_expires_at = CASE WHEN status = 'running' THEN lease_expires_at END
 WHERE seq = :seq AND version = :version
 RETURNING seq, attempts, started_at, worker_id, schedule_id, lease_expires_at;
+
+-- name: traceparents_of
+SELECT seq, traceparent FROM tasks
+WHERE seq IN (SELECT value FROM json_each(?)) AND traceparent IS NOT NULL;
 
 -- name: get_task
 SELECT {task_columns} FROM tasks WHERE task_id = ?;

@@ -73,7 +73,9 @@ CREATE TABLE tasks (
     -- Set when the client chose task_id: a repeat with that id must be this request.
     request_hash      TEXT,
     -- Not started by then: the task ends expired and never runs (claims refuse it).
-    expires_at        INTEGER
+    expires_at        INTEGER,
+    -- The W3C trace context of its submission (with tracing on): its spans join it.
+    traceparent       TEXT
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.

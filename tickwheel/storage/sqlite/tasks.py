@@ -44,6 +44,13 @@ class SqliteTasks(SqliteBase):
         rows = await self._reader.run(lambda db: db.execute(q("get_tasks"), (arg,)).fetchall())
         return [convert.task(r) for r in rows]
 
+    async def traceparents_of(self, seqs: Collection[int]) -> dict[int, str]:
+        arg = as_json(list(seqs))
+        rows = await self._reader.run(
+            lambda db: db.execute(q("traceparents_of"), (arg,)).fetchall()
+        )
+        return dict(rows)
+
     async def execution_at(self, task_seq: int, fence: int) -> ExecutionRecord | None:
         params = {"task_seq": task_seq, "fence": fence}
         found = await self._reader.run(
