@@ -5,6 +5,7 @@ span is current in the handler and sent on by `http` tasks. Off, nothing is trac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -18,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from services import fresh_schema, require
 
 from tickwheel.api.app import create_app
 from tickwheel.config import Settings
@@ -68,14 +70,26 @@ async def api_of(node: Node) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url="http://tickwheel")
 
 
-@pytest.fixture
+@pytest.fixture(params=["embedded", "distributed"])
 async def traced_api(
-    tmp_path: Path, seen: Seen, exporter: InMemorySpanExporter
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    seen: Seen,
+    exporter: InMemorySpanExporter,
+    redis_prefix: str,
 ) -> AsyncIterator[httpx.AsyncClient]:
+    """Every role in this process, on SQLite, or on PostgreSQL (a fresh schema) and
+    Redis (a fresh prefix): the spans come from the same code either way."""
     exporter.clear()
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 't.db'}", tracing=True)
-    async with Node(settings=settings, app=traced_app(seen)) as node, await api_of(node) as api:
-        yield api
+    async with contextlib.AsyncExitStack() as stack:
+        if request.param == "embedded":
+            stores = {"database_url": f"sqlite:///{tmp_path / 't.db'}"}
+        else:
+            url = await stack.enter_async_context(fresh_schema())
+            stores = {"database_url": url, "redis_url": require("redis")}
+        settings = Settings(**stores, redis_prefix=redis_prefix, tracing=True)
+        node = await stack.enter_async_context(Node(settings=settings, app=traced_app(seen)))
+        yield await stack.enter_async_context(await api_of(node))
 
 
 async def finished(api: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
@@ -179,6 +193,27 @@ def target() -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_address[1]}/hook"
     server.shutdown()
     server.server_close()
+
+
+async def test_a_workflows_tasks_join_the_submitting_requests_trace(
+    traced_api: httpx.AsyncClient, exporter: InMemorySpanExporter
+) -> None:
+    flow = {
+        "name": "traced-flow",
+        "tasks": [
+            {"name": "a", "task_type": "traced"},
+            {"name": "b", "task_type": "traced", "dependencies": ["a"]},
+        ],
+    }
+    made = await traced_api.post("/api/workflows", json=flow, headers={"traceparent": TRACEPARENT})
+    assert made.status_code == 201, made.text
+    for task in made.json()["tasks"]:
+        await finished(traced_api, task["task_id"])
+    deadline = time.monotonic() + 5
+    while len(runs := spans_of(exporter, {"tickwheel.run"})) < 2:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    assert {f"{r.context.trace_id:032x}" for r in runs} == {TRACE_ID}
 
 
 async def test_an_http_task_sends_its_runs_context_on(

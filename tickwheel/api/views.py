@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from fastapi import Response
@@ -85,8 +86,14 @@ def batch_answer(submitted: list[Submitted]) -> Response:
     return Response(body, status_code=201, media_type="application/json")
 
 
-def workflow_nodes(body: WorkflowIn, node: Host) -> list[WorkflowNode]:
-    return [WorkflowNode(t.name, task_request(t, node.type_options)) for t in body.tasks]
+def workflow_nodes(
+    body: WorkflowIn, node: Host, traceparent: str | None = None
+) -> list[WorkflowNode]:
+    """The workflow's tasks as the engine's requests, carrying `traceparent` if given."""
+    nodes = [WorkflowNode(t.name, task_request(t, node.type_options)) for t in body.tasks]
+    if traceparent is None:
+        return nodes
+    return [WorkflowNode(n.name, replace(n.request, traceparent=traceparent)) for n in nodes]
 
 
 def _status(view: TaskView) -> str:

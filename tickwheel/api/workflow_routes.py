@@ -31,8 +31,10 @@ async def submit_workflow(body: WorkflowIn, request: Request, response: Response
     self-dependencies, cycles) and stored in one transaction: all or nothing."""
     node = node_of(request)
     node.admission.check()
-    nodes = views.workflow_nodes(body, node)
-    view = await node.workflows.submit(body.name, nodes, idempotency_key=body.idempotency_key)
+    header = request.headers.get("traceparent")
+    with node.tracing.submission(header, len(body.tasks)) as traceparent:
+        nodes = views.workflow_nodes(body, node, traceparent)
+        view = await node.workflows.submit(body.name, nodes, idempotency_key=body.idempotency_key)
     views.mark_replayed(response, view.duplicate)
     return views.workflow_out(view)
 
