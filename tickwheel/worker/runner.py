@@ -339,6 +339,8 @@ class Worker:
         kind = self._app.get(task.task_type)
         if kind is None:
             raise PermanentFailure(f"no handler is registered for task type {task.task_type!r}")
+        if not self._tracing.enabled:  # no context manager per task when off
+            return await self._call(kind, task, None)
         with self._tracing.running(task) as traceparent:
             return await self._call(kind, task, traceparent)
 

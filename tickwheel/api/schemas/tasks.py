@@ -163,12 +163,6 @@ class TaskIn(Strict):
             raise ValueError(f"must be between {EARLIEST_DUE.year} and {LATEST_DUE.year}")
         return value
 
-    @model_validator(mode="after")
-    def _one_expiry(self) -> TaskIn:
-        if self.expires_at is not None and self.expires_after_seconds is not None:
-            raise ValueError("give expires_at or expires_after_seconds, not both")
-        return self
-
 
 class BatchIn(Strict):
     tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_BATCH_TASKS)
