@@ -21,6 +21,7 @@ from tickwheel.models import (
     TaskOptions,
     WorkflowRecord,
 )
+from tickwheel.storage import rows as convert
 from tickwheel.storage.plans import attempts, inserts, propagation, steps
 from tickwheel.storage.plans.steps import Plan, Step, T
 from tickwheel.storage.postgres.steps import PostgresSteps
@@ -66,6 +67,10 @@ class Script:
 def task(name: str, **changes: Any) -> NewTask:
     made = NewTask(name, 0, "noop", None, ScheduleType.IMMEDIATE, T0, T0 - 1, TaskOptions())
     return replace(made, **changes)
+
+
+# Where a task row's status is among `task_params` (rows are [seq, mark, *task_params]).
+STATUS_COLUMN = convert.task_params(task("probe"), Status.WAITING).index("waiting")
 
 
 def row(**columns: Any) -> Mapping[str, Any]:
@@ -132,7 +137,7 @@ def test_a_dependent_of_a_running_task_starts_blocked_and_watches_it() -> None:
 
     assert script.only(steps.StatusesOf) == [steps.StatusesOf(["done", "inside", "p"])]
     (rows,) = script.only(steps.InsertTasks)
-    statuses = [r[-5] for r in rows.rows]  # task_params ends with status and 4 more
+    statuses = [r[2 + STATUS_COLUMN] for r in rows.rows]  # after seq and mark
     assert statuses == ["pending", "blocked", "pending"]
     assert [h.status for h in held] == [Status.PENDING, Status.BLOCKED, Status.PENDING]
     (links,) = script.only(steps.InsertLinks)
