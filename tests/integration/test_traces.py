@@ -240,4 +240,4 @@ async def test_off_by_default_nothing_is_traced_or_carried(
         record = await node.store.get_task(made.json()["task_id"])
         assert record is not None and record.traceparent is None
     assert seen.traceparents == [None]
-    assert [s.name for s in exporter.get_finished_spans() if s.name.startswith("tickwheel")] == []
+    assert exporter.get_finished_spans() == ()  # FastAPI's own spans are off too

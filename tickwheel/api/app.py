@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp
@@ -55,6 +57,7 @@ def create_app(
         version="0.1.0",
         description="A job scheduler on a hierarchical timing wheel.",
         lifespan=lifespan,
+        **_telemetry(traced=node.settings.tracing),
     )
     app.state.node = node
     app.state.exiting = exiting
@@ -84,3 +87,11 @@ def create_app(
         },
     )
     return errors.AnswerWhenCancelled(limited)
+
+
+def _telemetry(*, traced: bool) -> dict[str, Any]:
+    """FastAPI's own OpenTelemetry spans (FastAPI 0.165 on, wherever opentelemetry is
+    importable) only with Tickwheel's tracing on: off, tracing costs nothing."""
+    if traced or "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    return {"telemetry": {"exclude": lambda scope: True}}
