@@ -104,8 +104,8 @@ class OtelTracing(Tracing):
     async def _trigger_spans(self, items: list[ReadyItem]) -> None:
         try:
             carried = await self._lookup([i.seq for i in items])
-        except Exception as error:  # a trace is not worth a failure: say so, once
-            log.warning("trigger spans of %d tasks were not made: %s", len(items), error)
+        except Exception as error:  # a store outage is told by the store's own health
+            log.debug("trigger spans of %d tasks were not made: %s", len(items), error)
             return
         for item in items:
             traceparent = carried.get(item.seq)
