@@ -76,6 +76,7 @@ def _soon(seconds: float) -> str:
         ({"expires_after_seconds": "soon"}, "expires_after_seconds"),
         ({"expires_at": "2026-13-01T00:00:00Z"}, "expires_at"),
         ({"expires_at": "2030-01-01T00:00:00"}, "expires_at"),  # no time zone
+        ({"expires_at": "9999-01-01T00:00:00Z"}, "expires_at"),  # past the year 9000
         ({"expires_at": _soon(-60)}, "expires_at"),  # before its due time (now)
         (
             {"expires_at": _soon(60), "schedule": {"type": "delayed", "delay_seconds": 120}},

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     Field,
@@ -39,6 +40,16 @@ EARLIEST_DUE = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_DUE = datetime(9000, 1, 1, tzinfo=UTC)
 
 
+def _plausible(value: datetime) -> datetime:
+    if not EARLIEST_DUE <= value <= LATEST_DUE:
+        raise ValueError(f"must be between {EARLIEST_DUE.year} and {LATEST_DUE.year}")
+    return value
+
+
+# A time with an offset, between 1970 and 9000: a due time, an expiry.
+PlausibleTime = Annotated[AwareDatetime, AfterValidator(_plausible)]
+
+
 class RetryBackoffIn(Strict):
     base_seconds: StrictFloat = Field(1.0, gt=0, le=86400)
     max_seconds: StrictFloat = Field(300.0, gt=0, le=7 * 86400)
@@ -52,20 +63,13 @@ class RetryBackoffIn(Strict):
 
 class ScheduleIn(Strict):
     type: Literal["immediate", "delayed", "cron"] = "immediate"
-    due_time: AwareDatetime | None = None
+    due_time: PlausibleTime | None = None
     delay_seconds: StrictFloat | None = Field(None, ge=0, le=MAX_DELAY_SECONDS)
     cron_expression: str | None = Field(None, max_length=256)
     timezone: str = Field("UTC", max_length=64)
     jitter_seconds: StrictInt = Field(0, ge=0, le=MAX_JITTER_SECONDS)
     misfire_policy: cron.MisfirePolicy = cron.MisfirePolicy.RUN_ONCE
     overlap_policy: cron.OverlapPolicy = cron.OverlapPolicy.ALLOW
-
-    @field_validator("due_time")
-    @classmethod
-    def _plausible_due_time(cls, value: datetime | None) -> datetime | None:
-        if value is not None and not EARLIEST_DUE <= value <= LATEST_DUE:
-            raise ValueError(f"must be between {EARLIEST_DUE.year} and {LATEST_DUE.year}")
-        return value
 
     @field_validator("cron_expression")
     @classmethod
@@ -131,7 +135,7 @@ class TaskIn(Strict):
         "waits (status waiting) while an earlier one of its key has not ended for good, "
         "retries included. Tasks with different keys run in parallel.",
     )
-    expires_at: AwareDatetime | None = Field(
+    expires_at: PlausibleTime | None = Field(
         None,
         description="If the task has not started by then, it ends expired and never runs "
         "(nor is it retried). After its due time; not for cron tasks.",
@@ -154,13 +158,6 @@ class TaskIn(Strict):
     @classmethod
     def _not_the_engines_queue(cls, value: str | None) -> str | None:
         refuse(reserved_name(queue=value))
-        return value
-
-    @field_validator("expires_at")
-    @classmethod
-    def _plausible_expiry(cls, value: datetime | None) -> datetime | None:
-        if value is not None and not EARLIEST_DUE <= value <= LATEST_DUE:
-            raise ValueError(f"must be between {EARLIEST_DUE.year} and {LATEST_DUE.year}")
         return value
 
 
