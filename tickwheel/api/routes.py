@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -34,7 +33,7 @@ from tickwheel.engine import readiness
 from tickwheel.errors import InvalidRequest
 from tickwheel.models import Status
 from tickwheel.storage.base import TaskFilter
-from tickwheel.wire.requests import task_request, task_requests
+from tickwheel.wire.requests import task_request, task_requests, traced
 
 router = APIRouter()
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -75,9 +74,7 @@ async def submit_task(
     if body.idempotency_key is None and idempotency_key is not None:
         body = body.model_copy(update={"idempotency_key": idempotency_key})
     with node.tracing.submission(request.headers.get("traceparent"), 1) as traceparent:
-        task = task_request(body, node.type_options)
-        if traceparent is not None:
-            task = replace(task, traceparent=traceparent)
+        (task,) = traced([task_request(body, node.type_options)], traceparent)
         submitted = await node.service.submit(task)
     views.mark_replayed(response, submitted.duplicate)
     return views.submitted_out(submitted)
@@ -99,9 +96,7 @@ async def submit_batch(request: Request) -> Response:
     body = await bodies.read(request, BatchIn)
     header = request.headers.get("traceparent")
     with node.tracing.submission(header, len(body.tasks)) as traceparent:
-        tasks = task_requests(body.tasks, node.type_options)
-        if traceparent is not None:
-            tasks = [replace(t, traceparent=traceparent) for t in tasks]
+        tasks = traced(task_requests(body.tasks, node.type_options), traceparent)
         submitted = await node.service.submit_many(tasks)
     return views.batch_answer(submitted)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from fastapi import Response
@@ -36,7 +35,7 @@ from tickwheel.engine.waits import Reason, Wait
 from tickwheel.engine.workflows import NodeView, WorkflowNode, WorkflowView
 from tickwheel.models import ExecutionRecord, Status
 from tickwheel.storage.base import InstanceBrief, ScheduleSummary, WorkflowSummary
-from tickwheel.wire.requests import task_request
+from tickwheel.wire.requests import task_request, traced
 
 
 def mark_replayed(response: Response, duplicate: bool) -> None:
@@ -90,10 +89,8 @@ def workflow_nodes(
     body: WorkflowIn, node: Host, traceparent: str | None = None
 ) -> list[WorkflowNode]:
     """The workflow's tasks as the engine's requests, carrying `traceparent` if given."""
-    nodes = [WorkflowNode(t.name, task_request(t, node.type_options)) for t in body.tasks]
-    if traceparent is None:
-        return nodes
-    return [WorkflowNode(n.name, replace(n.request, traceparent=traceparent)) for n in nodes]
+    requests = traced([task_request(t, node.type_options) for t in body.tasks], traceparent)
+    return [WorkflowNode(t.name, r) for t, r in zip(body.tasks, requests, strict=True)]
 
 
 def _status(view: TaskView) -> str:

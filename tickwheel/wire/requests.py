@@ -232,6 +232,13 @@ def task_requests(bodies: Sequence[TaskFields], type_options: TypeOptions) -> li
     return [task_request(body, type_options, known) for body in bodies]
 
 
+def traced(requests: list[TaskRequest], traceparent: str | None) -> list[TaskRequest]:
+    """`requests` carrying the trace context of their submission, when there is one."""
+    if traceparent is None:
+        return requests
+    return [replace(r, traceparent=traceparent) for r in requests]
+
+
 def _expiry(body: TaskFields) -> tuple[int | None, int | None]:
     """(expires_at, expires_after) in ms; whether they fit the task is the engine's to say."""
     at, after = body.expires_at, body.expires_after_seconds
