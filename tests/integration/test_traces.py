@@ -112,12 +112,20 @@ def root_of(exporter: InMemorySpanExporter, span: ReadableSpan) -> ReadableSpan:
     return span
 
 
-async def four_spans(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
-    deadline = time.monotonic() + 5  # the trigger's span is made in the background
-    while len(found := spans_of(exporter, FOUR)) < len(FOUR):
+async def at_least(
+    exporter: InMemorySpanExporter, names: set[str], count: int
+) -> list[ReadableSpan]:
+    """The spans of `names`, once there are `count` (the trigger's are made in the
+    background, after the task may have run)."""
+    deadline = time.monotonic() + 5
+    while len(found := spans_of(exporter, names)) < count:
         assert time.monotonic() < deadline, [s.name for s in found]
         await asyncio.sleep(0.05)
-    return {s.name: s for s in found}
+    return found
+
+
+async def four_spans(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
+    return {s.name: s for s in await at_least(exporter, FOUR, len(FOUR))}
 
 
 @pytest.mark.parametrize(
@@ -164,10 +172,7 @@ async def test_a_batch_is_one_submit_span_and_each_task_joins_it(
     assert made.status_code == 201, made.text
     for submitted in made.json()["tasks"]:
         await finished(traced_api, submitted["task_id"])
-    deadline = time.monotonic() + 5
-    while len(runs := spans_of(exporter, {"tickwheel.run"})) < 3:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    runs = await at_least(exporter, {"tickwheel.run"}, 3)
     (submit,) = spans_of(exporter, {"tickwheel.submit"})
     assert root_of(exporter, submit).parent is None  # no traceparent came: a new trace
     assert {r.context.trace_id for r in runs} == {submit.context.trace_id}
@@ -209,10 +214,7 @@ async def test_a_workflows_tasks_join_the_submitting_requests_trace(
     assert made.status_code == 201, made.text
     for task in made.json()["tasks"]:
         await finished(traced_api, task["task_id"])
-    deadline = time.monotonic() + 5
-    while len(runs := spans_of(exporter, {"tickwheel.run"})) < 2:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    runs = await at_least(exporter, {"tickwheel.run"}, 2)
     assert {f"{r.context.trace_id:032x}" for r in runs} == {TRACE_ID}
 
 
