@@ -233,7 +233,8 @@ LIMIT :limit;
 -- name: expire_unstarted
 -- Tasks not started by their expiry end expired, a final status: the trigger queues
 -- the news of those with dependents or an ordering key. A schedule's current instance
--- waits until it is released (which advances its schedule), or the schedule would stop. Claims refuse them already.
+-- waits until it is released (which advances its schedule), or the schedule would
+-- stop. Claims refuse them already.
 UPDATE tasks
 SET status = 'expired', version = version + 1, completed_at = :now,
     last_error = 'not started before it expired'
