@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from tickwheel.core.limits import Limit
 from tickwheel.models import (
     ClaimedTask,
     ExecutionRecord,
@@ -24,10 +25,12 @@ from tickwheel.models import (
 )
 from tickwheel.storage.records import (
     Advance,
+    Claimed,
     Fence,
     Held,
     InstanceBrief,
     LeaseHolder,
+    LimitUse,
     News,
     Page,
     Predecessor,
@@ -282,6 +285,21 @@ class AttemptStore(Protocol):
         retries keep it); the others become `waiting` until their turn."""
         ...
 
+    async def claim_some(
+        self,
+        items: Sequence[tuple[int, int]],
+        *,
+        now_ms: int,
+        lease_ms: int,
+        worker_id: str,
+        start_now: int | None,
+    ) -> Claimed:
+        """`claim`, within the rate and concurrency limits of the tasks (`plans.limits`):
+        those a limit holds back stay pending, held by it; of the tasks a limit admits,
+        at most `start_now` are claimed (what the claimer can start at once, None: any),
+        and the rest are `deferred`, for the claimer to put back on the ready queue."""
+        ...
+
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         """Extend the leases whose fence still holds; return the seqs whose fence is stale."""
         ...
@@ -304,7 +322,32 @@ class AttemptStore(Protocol):
         ...
 
 
-class DispatchStore(PendingStore, AttemptStore, Protocol):
+class LimitStore(Protocol):
+    """Rate and concurrency limits (`core.limits`), and the wakes of what they hold."""
+
+    async def put_limit(self, limit: Limit, now_ms: int) -> None:
+        """Set a limit (a new rule replaces the old at once; its window is kept)."""
+        ...
+
+    async def delete_limit(self, limit_id: str, now_ms: int) -> bool:
+        """Remove a limit, letting the tasks it held go; False if there was none."""
+        ...
+
+    async def limits_in_use(self, now_ms: int, limit_id: str | None = None) -> list[LimitUse]:
+        """Every limit (or the one named), with its use."""
+        ...
+
+    async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
+        """Let go the tasks held by limits whose wake is due, as many as each has room
+        for; return how many. `sweep`: first wake every limit that holds tasks."""
+        ...
+
+    async def has_wakes(self, now_ms: int) -> bool:
+        """Whether a limit's wake is due."""
+        ...
+
+
+class DispatchStore(PendingStore, AttemptStore, LimitStore, Protocol):
     """The dispatch path whole: pending tasks and their attempts."""
 
 

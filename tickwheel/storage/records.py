@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from tickwheel.models import NewTask, ScheduleRecord, Status, WorkflowRecord
+from tickwheel.core.limits import Limit
+from tickwheel.models import ClaimedTask, NewTask, ScheduleRecord, Status, WorkflowRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,3 +166,23 @@ class Pruned(NamedTuple):
 
     deleted: int  # tasks deleted, each with its executions, keys and edges
     last_seq: int | None  # where the next batch starts after; None: none left to look at
+
+
+@dataclass(frozen=True, slots=True)
+class LimitUse:
+    """A limit as operators see it: its rule and how much of it is used."""
+
+    limit: Limit
+    updated_ms: int
+    started_in_window: int  # claims within its rate's window now (0 without a rate)
+    running: int  # its tasks running, or cancelled with their lease not ended
+    held: int  # tasks it holds back
+
+
+class Claimed(NamedTuple):
+    """A claim's answer: the tasks claimed, and the seqs of pulled items left for the
+    claimer to put back on the ready queue (admitted by their limits, but beyond what
+    it could start at once)."""
+
+    tasks: list[ClaimedTask]
+    deferred: list[int]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from tickwheel.models import Status
@@ -137,7 +138,7 @@ def claim_keyed(claim: Claim) -> Plan[list[Row]]:
     if not turn:
         return []
     mine = [item for item in claim.items if item[0] in turn]
-    rows: list[Row] = yield Claim(mine, claim.now, claim.lease_until, claim.worker_id, keyed=True)
+    rows: list[Row] = yield replace(claim, items=mine, keyed=True)
     return rows
 
 

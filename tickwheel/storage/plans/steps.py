@@ -278,6 +278,117 @@ class WaitForTurn(Step):
     seqs: list[int]
 
 
+# -- limits -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """The task types, queues and limit keys that have limits: a plain claim skips
+    their tasks."""
+
+    task_types: tuple[str, ...] = ()
+    queues: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.task_types or self.queues or self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitedCandidates(Step):
+    """Of `seqs`, the pending tasks due by `latest` and not expired at `now`.
+    -> rows (seq, task_type, queue, limit_key, priority, due_time, ordering_key)"""
+
+    seqs: list[int]
+    latest: int
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockLimits(Step):
+    """The limits of `ids` that exist, locked (PostgreSQL: sorted, FOR UPDATE).
+    -> rows (limit_id, scope, name, rate_count, rate_period_ms, concurrency,
+    recent_claims)"""
+
+    ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RunningOf(Step):
+    """Per limit of `ids`, its tasks running, and cancelled ones whose lease has not
+    ended by `now`. -> dict[limit id, int] (absent: none)"""
+
+    ids: list[str]
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class HeldHeads(Step):
+    """Per limit of `ids`, the first task it holds. -> dict[limit id, (priority,
+    due_time, seq)]"""
+
+    ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class HoldTasks(Step):
+    """Pending tasks (seq, limit id) held back by that limit. -> None"""
+
+    rows: list[tuple[int, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteWindows(Step):
+    """Limits' recent claims (limit id, `Window.encode`). -> None"""
+
+    rows: list[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class WakeLater(Step):
+    """Wake each limit (limit id, not before), keeping an earlier wake. -> None"""
+
+    rows: list[tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class DueWakes(Step):
+    """Up to `limit` limit ids whose wake is due by `now`. -> list[str]"""
+
+    now: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetWakes(Step):
+    """-> None"""
+
+    ids: list[str]
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOf(Step):
+    """The first `count` tasks the limit holds, in priority and due order. -> list[int]"""
+
+    limit_id: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHeld(Step):
+    """Held tasks (seq, mark) let go: pending with a new mark, so the loader takes them
+    to the ready queue. -> None"""
+
+    rows: list[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class HoldingLimits(Step):
+    """The ids of the limits that hold tasks (a sweep for wakes that were missed).
+    -> list[str]"""
+
+
 # -- attempts -----------------------------------------------------------------------
 
 
@@ -291,6 +402,10 @@ class Claim(Step):
     lease_until: int
     worker_id: str
     keyed: bool
+    # Tasks of these limits are left to the limited claim (`plans.limits`)...
+    skip: Skipped = Skipped()
+    # ...which claims the tasks its concurrency limits admitted with this set.
+    holds_slot: bool = False
 
 
 @dataclass(frozen=True, slots=True)

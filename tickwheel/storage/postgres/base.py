@@ -16,6 +16,7 @@ import asyncpg
 from tickwheel.errors import OutcomeUnknown, StoreUnavailable, StoreUnreachable
 from tickwheel.outage import Outage
 from tickwheel.storage.base import News, Page
+from tickwheel.storage.limit_names import LimitNames
 from tickwheel.storage.postgres.failures import Phase, classify, connection_failed
 from tickwheel.storage.postgres.migrate import MIGRATION_LOCK, migrate, pending_migrations
 from tickwheel.storage.postgres.statistics import InsertStatistics
@@ -90,6 +91,7 @@ class PostgresBase:
         self._statistics = InsertStatistics(self._analyze_tasks)
         self._running: set[asyncio.Task[Any]] = set()  # tasks in `_transaction`
         self._interrupted: set[asyncio.Task[Any]] = set()
+        self._limit_names = LimitNames(self._limited_names)
 
     def _settings(self) -> dict[str, str]:
         """Every connection names its process (`application_name`), so operators and
@@ -226,6 +228,9 @@ class PostgresBase:
 
     async def _fetchval(self, name: str, *args: Any) -> Any:
         return await self._transaction(lambda db: db.fetchval(q(name), *args), atomic=False)
+
+    async def _limited_names(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in await self._fetch("limited_names")]
 
     async def _analyze_tasks(self) -> int:
         async def work(db: Db) -> int:

@@ -14,10 +14,11 @@ import asyncpg
 from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import News
-from tickwheel.storage.plans import attempts, propagation
-from tickwheel.storage.plans.steps import Claim
+from tickwheel.storage.plans import attempts, limits, propagation
+from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.postgres.base import NEVER, PostgresBase
 from tickwheel.storage.postgres.steps import PostgresSteps, columns, run
+from tickwheel.storage.records import Claimed
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +87,37 @@ class PostgresDispatch(PostgresBase):
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
     ) -> list[ClaimedTask]:
-        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False)
-        # One statement, in a round trip of its own: the tasks with no ordering key.
+        found = await self.claim_some(
+            items, now_ms=now_ms, lease_ms=lease_ms, worker_id=worker_id, start_now=None
+        )
+        return found.tasks
+
+    async def claim_some(
+        self,
+        items: Sequence[tuple[int, int]],
+        *,
+        now_ms: int,
+        lease_ms: int,
+        worker_id: str,
+        start_now: int | None,
+    ) -> Claimed:
+        skip = await self._limit_names.current()
+        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False, skip=skip)
+        # One statement, in a round trip of its own: the tasks no key or limit holds.
         found: list[Any] = await self._transaction(
             lambda db: PostgresSteps(db).claim(plain), atomic=False
         )
-        if len(found) < len(items):  # cancelled meanwhile, or behind an ordering key
-            rest = replace(plain, items=propagation.unclaimed(items, found))
-            found += await self._transaction(lambda db: run(db, propagation.claim_keyed(rest)))
-        return [convert.claimed(r) for r in found]
+        deferred: list[int] = []
+        if len(found) < len(items):  # cancelled meanwhile, behind a key, or limited
+            rest = replace(plain, items=propagation.unclaimed(items, found), skip=Skipped())
+            if skip:
+                limited = limits.claim_limited(rest, start_now)
+                taken = await self._transaction(lambda db: run(db, limited))
+                found += taken.rows
+                deferred = taken.deferred
+            else:
+                found += await self._transaction(lambda db: run(db, propagation.claim_keyed(rest)))
+        return Claimed([convert.claimed(r) for r in found], deferred)
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         found = await self._fetch("extend_leases", list(fences), list(fences.values()), until_ms)

@@ -172,7 +172,8 @@ SELECT task_id, seq FROM tasks WHERE task_id = ANY($1::text[]);
 -- name: load_due_range
 SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks
-WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time > $2 AND due_time <= $3;
+WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time > $2 AND due_time <= $3
+  AND held_by IS NULL;
 
 -- name: load_new
 SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
@@ -182,13 +183,18 @@ WHERE mark > $2 AND status = 'pending' AND due_time <= $3 AND partition = ANY($1
 -- name: claim
 -- Due by the stamp of the release, not by the claimer's clock (see the SQLite store).
 UPDATE tasks
+-- Tasks of a limit ($7-$9: the task types, queues and keys that have one) are left to
+-- the limited claim, which claims those it admits ($10: under a concurrency limit).
 SET status = 'running', version = version + 1, attempts = attempts + 1,
-    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered
+    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered,
+    held_by = NULL, holds_slot = $10
 FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'pending'
   AND tasks.due_time <= c.triggered
   AND ($6 OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > $3)
+  AND NOT (tasks.task_type = ANY($7::text[]) OR tasks.queue = ANY($8::text[])
+           OR (tasks.limit_key IS NOT NULL AND tasks.limit_key = ANY($9::text[])))
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
           traceparent;
@@ -471,7 +477,7 @@ SELECT pg_notify($1, '');
 -- name: overdue
 SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
 FROM tasks
-WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time < $2
+WHERE status = 'pending' AND partition = ANY($1::int[]) AND due_time < $2 AND held_by IS NULL
 ORDER BY due_time
 LIMIT $3;
 
@@ -577,3 +583,99 @@ LEFT JOIN (
 ) AS r ON r.worker_id = w.worker_id
 WHERE w.expires_at >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
 ORDER BY w.worker_id;
+
+-- Limits (issue 17): see storage/plans/limits.py.
+
+-- name: limited_candidates
+SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key FROM tasks
+WHERE seq = ANY($1::bigint[]) AND status = 'pending' AND due_time <= $2
+  AND (expires_at IS NULL OR expires_at > $3);
+
+-- name: lock_limits
+SELECT limit_id, scope, name, rate_count, rate_period_ms, concurrency, recent_claims
+FROM limits WHERE limit_id = ANY($1::text[]) ORDER BY limit_id FOR UPDATE;
+
+-- name: running_of_limits
+-- Every running task is read (as many as the workers' slots): a cancelled one keeps its
+-- slot until its attempt's lease ends.
+SELECT l.lid, count(*) FROM (
+    SELECT task_type, queue, limit_key FROM tasks WHERE status = 'running'
+    UNION ALL
+    SELECT task_type, queue, limit_key FROM tasks
+    WHERE status = 'cancelled' AND lease_expires_at > $2
+) AS t
+JOIN unnest($1::text[]) AS l (lid)
+  ON l.lid IN ('task_type:' || t.task_type, 'queue:' || t.queue, 'key:' || t.limit_key)
+GROUP BY l.lid;
+
+-- name: held_heads
+SELECT l.lid, h.priority, h.due_time, h.seq FROM unnest($1::text[]) AS l (lid)
+CROSS JOIN LATERAL (
+    SELECT priority, due_time, seq FROM tasks
+    WHERE held_by = l.lid AND status = 'pending'
+    ORDER BY priority DESC, due_time, seq LIMIT 1
+) AS h;
+
+-- name: hold_tasks
+UPDATE tasks SET held_by = h.lid
+FROM unnest($1::bigint[], $2::text[]) AS h (hseq, lid)
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = h.hseq AND tasks.status = 'pending';
+
+-- name: write_windows
+UPDATE limits SET recent_claims = w.claims
+FROM unnest($1::text[], $2::text[]) AS w (lid, claims)
+WHERE limits.limit_id = w.lid;
+
+-- name: wake_later
+INSERT INTO limit_wakes (limit_id, not_before)
+SELECT * FROM unnest($1::text[], $2::bigint[])
+ON CONFLICT (limit_id) DO UPDATE SET not_before = least(limit_wakes.not_before, excluded.not_before);
+
+-- name: due_wakes
+SELECT limit_id FROM limit_wakes WHERE not_before <= $1 ORDER BY limit_id LIMIT $2;
+
+-- name: forget_wakes
+DELETE FROM limit_wakes WHERE limit_id = ANY($1::text[]) AND not_before <= $2;
+
+-- name: held_of
+SELECT seq FROM tasks WHERE held_by = $1 AND status = 'pending'
+ORDER BY priority DESC, due_time, seq LIMIT $2;
+
+-- name: release_held
+UPDATE tasks SET held_by = NULL, mark = r.mark
+FROM unnest($1::bigint[], $2::bigint[]) AS r (rseq, mark)
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = r.rseq AND tasks.status = 'pending';
+
+-- name: holding_limits
+SELECT l.limit_id FROM limits AS l
+WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending');
+
+-- name: has_wakes
+SELECT EXISTS (SELECT 1 FROM limit_wakes WHERE not_before <= $1);
+
+-- name: limited_names
+SELECT scope, name FROM limits;
+
+-- name: put_limit
+INSERT INTO limits (limit_id, scope, name, rate_count, rate_period_ms, concurrency, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (limit_id) DO UPDATE
+SET rate_count = excluded.rate_count, rate_period_ms = excluded.rate_period_ms,
+    concurrency = excluded.concurrency, updated_at = excluded.updated_at;
+
+-- name: mark_slot_holders
+-- Tasks already running when a concurrency limit is set hold its slots: their ends wake it.
+UPDATE tasks SET holds_slot = true
+WHERE status = 'running' AND NOT holds_slot
+  AND $1 IN ('task_type:' || task_type, 'queue:' || queue, 'key:' || limit_key);
+
+-- name: delete_limit
+DELETE FROM limits WHERE limit_id = $1;
+
+-- name: limits_in_use
+SELECT l.limit_id, l.scope, l.name, l.rate_count, l.rate_period_ms, l.concurrency,
+       l.recent_claims, l.updated_at,
+       (SELECT count(*) FROM tasks WHERE held_by = l.limit_id AND status = 'pending') AS held
+FROM limits AS l
+WHERE $1::text IS NULL OR l.limit_id = $1
+ORDER BY l.limit_id;

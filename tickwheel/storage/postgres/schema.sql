@@ -77,6 +77,13 @@ CREATE TABLE tasks (
     expires_at        bigint,
     -- The W3C trace context of its submission (with tracing on): its spans join it.
     traceparent       text,
+    -- The key its limits are taken from (a limit of scope `key`), if any.
+    limit_key         text,
+    -- The limit holding this pending task back (`limits.limit_id`): out of the ready
+    -- queue until a wake of that limit lets it go.
+    held_by           text,
+    -- Claimed under a concurrency limit: leaving `running` wakes the limit.
+    holds_slot        boolean NOT NULL DEFAULT false,
     PRIMARY KEY (seq)
 ) PARTITION BY RANGE (seq);
 
@@ -98,6 +105,10 @@ CREATE INDEX tasks_ordering ON tasks (ordering_key, due_time, seq)
 WHERE ordering_key IS NOT NULL AND status IN ('pending', 'waiting');
 CREATE INDEX tasks_queue ON tasks (queue, seq);
 CREATE INDEX tasks_idempotency_key ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_held ON tasks (held_by, priority DESC, due_time, seq)
+WHERE held_by IS NOT NULL AND status = 'pending';
+CREATE INDEX tasks_cancelled_lease ON tasks (lease_expires_at)
+WHERE status = 'cancelled' AND lease_expires_at IS NOT NULL;
 
 CREATE TABLE executions (
     id           bigserial NOT NULL,
@@ -225,6 +236,44 @@ WHEN ((NEW.has_dependents OR NEW.ordering_key IS NOT NULL)
     AND NEW.status IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
     AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired'))
 EXECUTE FUNCTION tasks_final_to_propagate();
+
+-- Rate and concurrency limits (migration 0013 says how they work).
+CREATE TABLE limits (
+    limit_id        text PRIMARY KEY,
+    scope           text NOT NULL,
+    name            text NOT NULL,
+    rate_count      integer,
+    rate_period_ms  bigint,
+    concurrency     integer,
+    recent_claims   text NOT NULL DEFAULT '[]',
+    updated_at      bigint NOT NULL
+);
+
+CREATE TABLE limit_wakes (
+    limit_id    text PRIMARY KEY,
+    not_before  bigint NOT NULL
+);
+
+CREATE FUNCTION tasks_slot_freed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO limit_wakes (limit_id, not_before)
+    SELECT l.limit_id,
+           CASE WHEN NEW.status = 'cancelled' THEN coalesce(NEW.lease_expires_at, 0) ELSE 0 END
+    FROM limits AS l
+    WHERE l.concurrency IS NOT NULL
+      AND l.limit_id IN ('task_type:' || NEW.task_type, 'queue:' || NEW.queue,
+                         'key:' || NEW.limit_key)
+    ON CONFLICT (limit_id)
+    DO UPDATE SET not_before = least(limit_wakes.not_before, excluded.not_before);
+    PERFORM pg_notify('tickwheel_ended', '');
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER tasks_slot_freed AFTER UPDATE OF status ON tasks
+FOR EACH ROW
+WHEN (OLD.status = 'running' AND NEW.status <> 'running' AND NEW.holds_slot)
+EXECUTE FUNCTION tasks_slot_freed();
 
 -- Makes sure the range [lower, lower + 2^26) exists, with its two partitions.
 CREATE FUNCTION tickwheel_add_task_range(lower bigint) RETURNS void LANGUAGE plpgsql AS $$

@@ -50,6 +50,15 @@ def count(status: str) -> int:
     return int(status.rsplit(" ", 1)[1])
 
 
+def claim_args(step: steps.Claim) -> tuple[Any, ...]:
+    seqs, triggered = columns(step.items, 2)
+    skip = step.skip
+    return (
+        *(seqs, triggered, step.now, step.lease_until, step.worker_id, step.keyed),
+        *(list(skip.task_types), list(skip.queues), list(skip.keys), step.holds_slot),
+    )
+
+
 class PostgresSteps:
     def __init__(self, db: Db) -> None:
         self.db = db
@@ -168,9 +177,7 @@ class PostgresSteps:
     # -- attempts
 
     async def claim(self, step: steps.Claim) -> list[asyncpg.Record]:
-        seqs, triggered = columns(step.items, 2)
-        args = (seqs, triggered, step.now, step.lease_until, step.worker_id, step.keyed)
-        return list(await self.db.fetch(q("claim"), *args))
+        return list(await self.db.fetch(q("claim"), *claim_args(step)))
 
     async def finish_rows(self, step: steps.FinishRows) -> list[asyncpg.Record]:
         return list(await self.db.fetch(q("finish"), *columns(step.rows, 8)))
@@ -216,3 +223,44 @@ class PostgresSteps:
 
     async def skip_instance(self, step: steps.SkipInstance) -> None:
         await self.db.execute(q("skip_instance"), step.seq, step.now, step.reason)
+
+    # -- limits
+
+    async def limited_candidates(self, step: steps.LimitedCandidates) -> list[asyncpg.Record]:
+        args = (step.seqs, step.latest, step.now)
+        return list(await self.db.fetch(q("limited_candidates"), *args))
+
+    async def lock_limits(self, step: steps.LockLimits) -> list[asyncpg.Record]:
+        return list(await self.db.fetch(q("lock_limits"), step.ids))
+
+    async def running_of(self, step: steps.RunningOf) -> dict[str, int]:
+        found = await self.db.fetch(q("running_of_limits"), step.ids, step.now)
+        return {r[0]: r[1] for r in found}
+
+    async def held_heads(self, step: steps.HeldHeads) -> dict[str, tuple[int, int, int]]:
+        found = await self.db.fetch(q("held_heads"), step.ids)
+        return {r[0]: (r[1], r[2], r[3]) for r in found}
+
+    async def hold_tasks(self, step: steps.HoldTasks) -> None:
+        await self.db.execute(q("hold_tasks"), *columns(step.rows, 2))
+
+    async def write_windows(self, step: steps.WriteWindows) -> None:
+        await self.db.execute(q("write_windows"), *columns(step.rows, 2))
+
+    async def wake_later(self, step: steps.WakeLater) -> None:
+        await self.db.execute(q("wake_later"), *columns(step.rows, 2))
+
+    async def due_wakes(self, step: steps.DueWakes) -> list[str]:
+        return [r[0] for r in await self.db.fetch(q("due_wakes"), step.now, step.limit)]
+
+    async def forget_wakes(self, step: steps.ForgetWakes) -> None:
+        await self.db.execute(q("forget_wakes"), step.ids, step.now)
+
+    async def held_of(self, step: steps.HeldOf) -> list[int]:
+        return [r[0] for r in await self.db.fetch(q("held_of"), step.limit_id, step.count)]
+
+    async def release_held(self, step: steps.ReleaseHeld) -> None:
+        await self.db.execute(q("release_held"), *columns(step.rows, 2))
+
+    async def holding_limits(self, _: steps.HoldingLimits) -> list[str]:
+        return [r[0] for r in await self.db.fetch(q("holding_limits"))]

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from tickwheel.storage.postgres.cluster import PostgresCluster
 from tickwheel.storage.postgres.dispatch import PostgresDispatch
+from tickwheel.storage.postgres.limits import PostgresLimits
 from tickwheel.storage.postgres.schedules import PostgresSchedules
 from tickwheel.storage.postgres.tasks import PostgresTasks
 
 
-class PostgresStore(PostgresTasks, PostgresDispatch, PostgresSchedules, PostgresCluster):
+class PostgresStore(
+    PostgresTasks, PostgresDispatch, PostgresSchedules, PostgresCluster, PostgresLimits
+):
     """Every role of `storage.base.Store` on one pool (see `base.PostgresBase`)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from tickwheel.outage import Outage
 from tickwheel.storage.base import Page
+from tickwheel.storage.limit_names import LimitNames
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.holder import HolderLock
 from tickwheel.storage.sqlite.queries import DB_NOW_MS, NEVER, q
@@ -57,6 +58,7 @@ class SqliteBase:
         self._partitions = partitions
         self._holder = HolderLock(path)
         self._told_held = False
+        self._limit_names = LimitNames(self._limited_names)
 
     async def open(self) -> None:
         await self._writer.open()
@@ -84,6 +86,10 @@ class SqliteBase:
         await self._reader.close()
         await self._writer.close()
         self._holder.release()
+
+    async def _limited_names(self) -> list[tuple[str, str]]:
+        rows = await self._reader.run(lambda db: db.execute(q("limited_names")).fetchall())
+        return [(r[0], r[1]) for r in rows]
 
     async def partitions(self) -> int:
         return self._partitions

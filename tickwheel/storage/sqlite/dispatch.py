@@ -11,8 +11,9 @@ from typing import Any
 from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import News
-from tickwheel.storage.plans import attempts, propagation
-from tickwheel.storage.plans.steps import Claim
+from tickwheel.storage.plans import attempts, limits, propagation
+from tickwheel.storage.plans.steps import Claim, Skipped
+from tickwheel.storage.records import Claimed
 from tickwheel.storage.sqlite.base import SqliteBase
 from tickwheel.storage.sqlite.queries import NEVER, as_json, q
 from tickwheel.storage.sqlite.steps import claim_params, run
@@ -64,18 +65,37 @@ class SqliteDispatch(SqliteBase):
     async def claim(
         self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
     ) -> list[ClaimedTask]:
-        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False)
+        found = await self.claim_some(
+            items, now_ms=now_ms, lease_ms=lease_ms, worker_id=worker_id, start_now=None
+        )
+        return found.tasks
+
+    async def claim_some(
+        self,
+        items: Sequence[tuple[int, int]],
+        *,
+        now_ms: int,
+        lease_ms: int,
+        worker_id: str,
+        start_now: int | None,
+    ) -> Claimed:
+        skip = await self._limit_names.current()
+        plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False, skip=skip)
         params = claim_params(plain)
 
-        def work(db: sqlite3.Connection) -> list[Any]:
+        def work(db: sqlite3.Connection) -> tuple[list[Any], list[int]]:
             rows = db.execute(q("claim"), params).fetchall()
-            if len(rows) < len(items):  # cancelled meanwhile, or behind an ordering key
-                rest = replace(plain, items=propagation.unclaimed(items, rows))
-                rows += run(db, propagation.claim_keyed(rest))
-            return rows
+            if len(rows) == len(items):
+                return rows, []
+            # Cancelled meanwhile, behind an ordering key, or of a limit.
+            rest = replace(plain, items=propagation.unclaimed(items, rows), skip=Skipped())
+            if not skip:
+                return rows + run(db, propagation.claim_keyed(rest)), []
+            taken = run(db, limits.claim_limited(rest, start_now))
+            return rows + taken.rows, taken.deferred
 
-        rows = await self._writer.transaction(work, acknowledged=False)
-        return [convert.claimed(r) for r in rows]
+        rows, deferred = await self._writer.transaction(work, acknowledged=False)
+        return Claimed([convert.claimed(r) for r in rows], deferred)
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         params = {"fences": as_json(list(fences.items())), "until": until_ms}

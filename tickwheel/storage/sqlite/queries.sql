@@ -162,7 +162,7 @@ SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_
 FROM tasks INDEXED BY tasks_pending_due
 WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions))
-  AND due_time > :due_after AND due_time <= :due_until;
+  AND due_time > :due_after AND due_time <= :due_until AND held_by IS NULL;
 
 -- name: load_new
 SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_cron, mark
@@ -176,15 +176,21 @@ WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
 -- item released before the task's current due time (it was retried since) is stale.
 -- Tasks with an ordering key are left to a second pass (:keyed) that admits only the
 -- task whose turn it is. A task past its expiry is never started: the expiry's scan
--- ends it.
+-- ends it. Tasks of a limit (:skip_*: the task types, queues and keys that have one)
+-- are left to the limited claim, which claims those it admits (:holds_slot: under a
+-- concurrency limit).
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
-    started_at = :now, triggered_at = c.triggered
+    started_at = :now, triggered_at = c.triggered, held_by = NULL, holds_slot = :holds_slot
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
 WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= c.triggered
   AND (:keyed OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > :now)
+  AND NOT (tasks.task_type IN (SELECT value FROM json_each(:skip_types))
+           OR tasks.queue IN (SELECT value FROM json_each(:skip_queues))
+           OR (tasks.limit_key IS NOT NULL
+               AND tasks.limit_key IN (SELECT value FROM json_each(:skip_keys))))
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
           traceparent;
@@ -412,6 +418,7 @@ SELECT seq, partition, due_time, queue, priority, schedule_id IS NOT NULL AS is_
 FROM tasks INDEXED BY tasks_pending_due
 WHERE status = 'pending'
   AND partition IN (SELECT value FROM json_each(:partitions)) AND due_time < :before
+  AND held_by IS NULL
 ORDER BY due_time
 LIMIT :limit;
 
@@ -574,3 +581,99 @@ WHERE (task_type, key, task_id) IN (
 DELETE FROM workflows
 WHERE workflow_id IN (SELECT value FROM json_each(?))
   AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.workflow_id = workflows.workflow_id);
+
+-- Limits (issue 17): see storage/plans/limits.py.
+
+-- name: limited_candidates
+SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key FROM tasks
+WHERE seq IN (SELECT value FROM json_each(:seqs)) AND status = 'pending'
+  AND due_time <= :latest AND (expires_at IS NULL OR expires_at > :now);
+
+-- name: lock_limits
+SELECT limit_id, scope, name, rate_count, rate_period_ms, concurrency, recent_claims
+FROM limits WHERE limit_id IN (SELECT value FROM json_each(:ids)) ORDER BY limit_id;
+
+-- name: running_of_limits
+-- Every running task is read (as many as the workers' slots): a cancelled one keeps its
+-- slot until its attempt's lease ends.
+SELECT l.value, count(*) FROM (
+    SELECT task_type, queue, limit_key FROM tasks INDEXED BY tasks_running_lease
+    WHERE status = 'running'
+    UNION ALL
+    SELECT task_type, queue, limit_key FROM tasks INDEXED BY tasks_cancelled_lease
+    WHERE status = 'cancelled' AND lease_expires_at IS NOT NULL AND lease_expires_at > :now
+) AS t
+JOIN json_each(:ids) AS l
+  ON l.value IN ('task_type:' || t.task_type, 'queue:' || t.queue, 'key:' || t.limit_key)
+GROUP BY l.value;
+
+-- name: held_head
+SELECT priority, due_time, seq FROM tasks INDEXED BY tasks_held
+WHERE held_by = :limit_id AND status = 'pending'
+ORDER BY priority DESC, due_time, seq LIMIT 1;
+
+-- name: hold_tasks
+UPDATE tasks SET held_by = h.value ->> 1
+FROM json_each(:rows) AS h
+WHERE tasks.seq = h.value ->> 0 AND +tasks.status = 'pending';
+
+-- name: write_windows
+UPDATE limits SET recent_claims = w.value ->> 1
+FROM json_each(:rows) AS w
+WHERE limits.limit_id = w.value ->> 0;
+
+-- name: wake_later
+INSERT INTO limit_wakes (limit_id, not_before)
+SELECT value ->> 0, value ->> 1 FROM json_each(:rows) WHERE true
+ON CONFLICT (limit_id) DO UPDATE SET not_before = min(not_before, excluded.not_before);
+
+-- name: due_wakes
+SELECT limit_id FROM limit_wakes WHERE not_before <= :now ORDER BY limit_id LIMIT :limit;
+
+-- name: forget_wakes
+DELETE FROM limit_wakes
+WHERE limit_id IN (SELECT value FROM json_each(:ids)) AND not_before <= :now;
+
+-- name: held_of
+SELECT seq FROM tasks INDEXED BY tasks_held
+WHERE held_by = :limit_id AND status = 'pending'
+ORDER BY priority DESC, due_time, seq LIMIT :count;
+
+-- name: release_held
+UPDATE tasks SET held_by = NULL, mark = r.value ->> 1
+FROM json_each(:rows) AS r
+WHERE tasks.seq = r.value ->> 0 AND +tasks.status = 'pending';
+
+-- name: holding_limits
+SELECT l.limit_id FROM limits AS l
+WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending');
+
+-- name: has_wakes
+SELECT EXISTS (SELECT 1 FROM limit_wakes WHERE not_before <= :now);
+
+-- name: limited_names
+SELECT scope, name FROM limits;
+
+-- name: put_limit
+INSERT INTO limits (limit_id, scope, name, rate_count, rate_period_ms, concurrency, updated_at)
+VALUES (:limit_id, :scope, :name, :rate_count, :rate_period_ms, :concurrency, :now)
+ON CONFLICT (limit_id) DO UPDATE
+SET rate_count = excluded.rate_count, rate_period_ms = excluded.rate_period_ms,
+    concurrency = excluded.concurrency, updated_at = excluded.updated_at;
+
+-- name: mark_slot_holders
+-- Tasks already running when a concurrency limit is set hold its slots: their ends wake it.
+UPDATE tasks SET holds_slot = 1
+WHERE status = 'running' AND holds_slot = 0
+  AND :limit_id IN ('task_type:' || task_type, 'queue:' || queue, 'key:' || limit_key);
+
+-- name: delete_limit
+DELETE FROM limits WHERE limit_id = :limit_id;
+
+-- name: limits_in_use
+SELECT l.limit_id, l.scope, l.name, l.rate_count, l.rate_period_ms, l.concurrency,
+       l.recent_claims, l.updated_at,
+       (SELECT count(*) FROM tasks WHERE held_by = l.limit_id AND status = 'pending') AS held
+FROM limits AS l
+WHERE :limit_id IS NULL OR l.limit_id = :limit_id
+ORDER BY l.limit_id;

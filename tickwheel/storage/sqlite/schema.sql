@@ -75,7 +75,14 @@ CREATE TABLE tasks (
     -- Not started by then: the task ends expired and never runs (claims refuse it).
     expires_at        INTEGER,
     -- The W3C trace context of its submission (with tracing on): its spans join it.
-    traceparent       TEXT
+    traceparent       TEXT,
+    -- The key its limits are taken from (a limit of scope `key`), if any.
+    limit_key         TEXT,
+    -- The limit holding this pending task back (`limits.limit_id`): out of the ready
+    -- queue until a wake of that limit lets it go.
+    held_by           TEXT,
+    -- Claimed under a concurrency limit: leaving `running` wakes the limit.
+    holds_slot        INTEGER NOT NULL DEFAULT 0
 );
 
 -- The loader's range scan: pending tasks of a partition by due time.
@@ -98,6 +105,10 @@ WHERE ordering_key IS NOT NULL AND status IN ('pending', 'waiting');
 -- seqs follow creation time, so it is found by bisecting the seqs.
 CREATE INDEX tasks_queue ON tasks (queue, seq);
 CREATE INDEX tasks_idempotency_key ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_held ON tasks (held_by, priority DESC, due_time, seq)
+WHERE held_by IS NOT NULL AND status = 'pending';
+CREATE INDEX tasks_cancelled_lease ON tasks (lease_expires_at)
+WHERE status = 'cancelled' AND lease_expires_at IS NOT NULL;
 
 -- One row per attempt, written when the attempt ends (or is cancelled while running).
 CREATE TABLE executions (
@@ -201,6 +212,36 @@ WHEN (NEW.has_dependents = 1 OR NEW.ordering_key IS NOT NULL)
     AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
 BEGIN
     INSERT OR IGNORE INTO propagations (seq) VALUES (NEW.seq);
+END;
+
+-- Rate and concurrency limits (migration 0013 says how they work).
+CREATE TABLE limits (
+    limit_id        TEXT PRIMARY KEY,
+    scope           TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    rate_count      INTEGER,
+    rate_period_ms  INTEGER,
+    concurrency     INTEGER,
+    recent_claims   TEXT NOT NULL DEFAULT '[]',
+    updated_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE limit_wakes (
+    limit_id    TEXT PRIMARY KEY,
+    not_before  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER tasks_slot_freed AFTER UPDATE OF status ON tasks
+WHEN OLD.status = 'running' AND NEW.status <> 'running' AND NEW.holds_slot = 1
+BEGIN
+    INSERT INTO limit_wakes (limit_id, not_before)
+    SELECT l.limit_id,
+           CASE WHEN NEW.status = 'cancelled' THEN coalesce(NEW.lease_expires_at, 0) ELSE 0 END
+    FROM limits AS l
+    WHERE l.concurrency IS NOT NULL
+      AND l.limit_id IN ('task_type:' || NEW.task_type, 'queue:' || NEW.queue,
+                         'key:' || NEW.limit_key)
+    ON CONFLICT (limit_id) DO UPDATE SET not_before = min(not_before, excluded.not_before);
 END;
 
 -- Scheduler nodes alive until their heartbeat lapses: they share the partitions.

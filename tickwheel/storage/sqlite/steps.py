@@ -33,6 +33,10 @@ def claim_params(step: steps.Claim) -> dict[str, Any]:
         "lease_until": step.lease_until,
         "worker_id": step.worker_id,
         "keyed": int(step.keyed),
+        "skip_types": as_json(step.skip.task_types),
+        "skip_queues": as_json(step.skip.queues),
+        "skip_keys": as_json(step.skip.keys),
+        "holds_slot": int(step.holds_slot),
     }
 
 
@@ -214,3 +218,50 @@ class SqliteSteps:
     def skip_instance(self, step: steps.SkipInstance) -> None:
         params = {"seq": step.seq, "now": step.now, "reason": step.reason}
         self.db.execute(q("skip_instance"), params)
+
+    # -- limits
+
+    def limited_candidates(self, step: steps.LimitedCandidates) -> list[Any]:
+        params = {"seqs": as_json(step.seqs), "latest": step.latest, "now": step.now}
+        return self._rows("limited_candidates", params)
+
+    def lock_limits(self, step: steps.LockLimits) -> list[Any]:
+        """One writer at a time: reading is locking."""
+        return self._rows("lock_limits", {"ids": as_json(step.ids)})
+
+    def running_of(self, step: steps.RunningOf) -> dict[str, int]:
+        params = {"ids": as_json(step.ids), "now": step.now}
+        return {r[0]: r[1] for r in self._rows("running_of_limits", params)}
+
+    def held_heads(self, step: steps.HeldHeads) -> dict[str, tuple[int, int, int]]:
+        heads = {}
+        for lid in step.ids:
+            found = self.db.execute(q("held_head"), {"limit_id": lid}).fetchone()
+            if found is not None:
+                heads[lid] = (found[0], found[1], found[2])
+        return heads
+
+    def hold_tasks(self, step: steps.HoldTasks) -> None:
+        self.db.execute(q("hold_tasks"), {"rows": as_json(step.rows)})
+
+    def write_windows(self, step: steps.WriteWindows) -> None:
+        self.db.execute(q("write_windows"), {"rows": as_json(step.rows)})
+
+    def wake_later(self, step: steps.WakeLater) -> None:
+        self.db.execute(q("wake_later"), {"rows": as_json(step.rows)})
+
+    def due_wakes(self, step: steps.DueWakes) -> list[str]:
+        return [r[0] for r in self._rows("due_wakes", {"now": step.now, "limit": step.limit})]
+
+    def forget_wakes(self, step: steps.ForgetWakes) -> None:
+        self.db.execute(q("forget_wakes"), {"ids": as_json(step.ids), "now": step.now})
+
+    def held_of(self, step: steps.HeldOf) -> list[int]:
+        params = {"limit_id": step.limit_id, "count": step.count}
+        return [r[0] for r in self._rows("held_of", params)]
+
+    def release_held(self, step: steps.ReleaseHeld) -> None:
+        self.db.execute(q("release_held"), {"rows": as_json(step.rows)})
+
+    def holding_limits(self, _: steps.HoldingLimits) -> list[str]:
+        return [r[0] for r in self._rows("holding_limits")]

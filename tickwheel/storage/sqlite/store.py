@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from tickwheel.storage.sqlite.cluster import SqliteCluster
 from tickwheel.storage.sqlite.dispatch import SqliteDispatch
+from tickwheel.storage.sqlite.limits import SqliteLimits
 from tickwheel.storage.sqlite.schedules import SqliteSchedules
 from tickwheel.storage.sqlite.tasks import SqliteTasks
 
 
-class SqliteStore(SqliteTasks, SqliteDispatch, SqliteSchedules, SqliteCluster):
+class SqliteStore(SqliteTasks, SqliteDispatch, SqliteSchedules, SqliteCluster, SqliteLimits):
     """Every role of `storage.base.Store` on one file (see `base.SqliteBase`)."""
