@@ -162,6 +162,7 @@ class NewTask:
     direct: bool = False
     expires_ms: int | None = None  # not started by then: it ends expired
     traceparent: str | None = None  # its submission's W3C trace context (tracing on)
+    limit_key: str | None = None  # the key of the limits (scope `key`) that apply to it
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +192,8 @@ class TaskRecord:
     ordering_key: str | None = None
     expires_ms: int | None = None
     traceparent: str | None = None
+    limit_key: str | None = None
+    held_by: str | None = None  # the limit holding it back (pending), as `scope:name`
 
 
 @dataclass(frozen=True, slots=True)

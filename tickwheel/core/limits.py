@@ -180,6 +180,8 @@ class LimitState:
     window: Window = Window()
     running: int = 0  # tasks of the limit running (or cancelled, their lease not ended)
     held_head: tuple[int, int, int] | None = None  # the first task it holds (see `order`)
+    # When the first slot a cancelled task keeps comes back (its lease's end).
+    slot_back_at: int | None = None
 
 
 class Candidate(NamedTuple):
@@ -252,12 +254,12 @@ def wake_room(state: LimitState, now_ms: int) -> int:
 
 def next_wake(state: LimitState, now_ms: int) -> int | None:
     """When a limit that holds tasks should look at them again: now while it has room,
-    when its window next frees a start, or None while only running tasks fill it (the
-    end of one wakes it)."""
+    when its window next frees a start or a cancelled task's slot comes back, or None
+    while only running tasks fill it (the end of one wakes it)."""
     if wake_room(state, now_ms) > 0:
         return now_ms
     limit = state.limit
     if limit.concurrency is not None and state.running >= limit.concurrency:
-        return None
+        return state.slot_back_at
     assert limit.rate is not None
     return state.window.next_free(now_ms, limit.rate)

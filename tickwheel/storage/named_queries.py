@@ -16,7 +16,7 @@ TASK_COLUMNS = (
     " due_time, queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,"
     " attempts, created_at, triggered_at, started_at, completed_at, lease_expires_at,"
     " worker_id, last_error, idempotency_key, workflow_id, node_name, ordering_key, expires_at,"
-    " traceparent"
+    " traceparent, limit_key, held_by"
 )
 SCHEDULE_COLUMNS = (
     "schedule_id, task_type, payload, queue, priority, max_retries, backoff_base, backoff_max,"

@@ -57,6 +57,7 @@ def task_params(t: NewTask, status: Status = Status.PENDING) -> list[Any]:
         t.created_ms if t.direct else None,  # released with its commit: triggered_at
         t.expires_ms,
         t.traceparent,
+        t.limit_key,
     ]
 
 
@@ -124,6 +125,8 @@ def task(r: Row) -> TaskRecord:
         ordering_key=r["ordering_key"],
         expires_ms=r["expires_at"],
         traceparent=r["traceparent"],
+        limit_key=r["limit_key"],
+        held_by=r["held_by"],
     )
 
 

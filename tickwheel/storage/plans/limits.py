@@ -40,7 +40,6 @@ from tickwheel.storage.plans.steps import (
     ForgetWakes,
     HeldHeads,
     HeldOf,
-    HoldingLimits,
     HoldTasks,
     LimitedCandidates,
     LockLimits,
@@ -48,6 +47,7 @@ from tickwheel.storage.plans.steps import (
     Plan,
     ReleaseHeld,
     RunningOf,
+    SweepWakes,
     WakeLater,
     WriteWindows,
     take_marks,
@@ -80,17 +80,19 @@ def read_states(ids: Sequence[str], now_ms: int) -> Plan[dict[str, LimitState]]:
     if not locked:
         return {}
     found = [r["limit_id"] for r in locked]
-    running: dict[str, int] = yield RunningOf(found, now_ms)
+    running: dict[str, tuple[int, int | None]] = yield RunningOf(found, now_ms)
     heads: dict[str, tuple[int, int, int]] = yield HeldHeads(found)
     states = {}
     for r in locked:
         lid = r["limit_id"]
         head = heads.get(lid)
+        count, cancelled_until = running.get(lid, (0, None))
         states[lid] = LimitState(
             limit_of(r),
             Window.decode(r["recent_claims"]),
-            running.get(lid, 0),
+            count,
             None if head is None else (-head[0], head[1], head[2]),
+            cancelled_until,
         )
     return states
 
@@ -174,9 +176,7 @@ def wake(now_ms: int, *, sweep: bool = False, limit: int = 100) -> Plan[int]:
     for; `sweep`: wake every limit that holds tasks first (a wake that was missed).
     Returns how many tasks were let go."""
     if sweep:
-        holding: list[str] = yield HoldingLimits()
-        if holding:
-            yield WakeLater([(lid, now_ms) for lid in holding])
+        yield SweepWakes(now_ms)
     due: list[str] = yield DueWakes(now_ms, limit)
     if not due:
         return 0

@@ -316,7 +316,8 @@ class LockLimits(Step):
 @dataclass(frozen=True, slots=True)
 class RunningOf(Step):
     """Per limit of `ids`, its tasks running, and cancelled ones whose lease has not
-    ended by `now`. -> dict[limit id, int] (absent: none)"""
+    ended by `now`, with the first end of those leases. -> dict[limit id, (count,
+    ms or None)] (absent: none)"""
 
     ids: list[str]
     now: int
@@ -384,9 +385,11 @@ class ReleaseHeld(Step):
 
 
 @dataclass(frozen=True, slots=True)
-class HoldingLimits(Step):
-    """The ids of the limits that hold tasks (a sweep for wakes that were missed).
-    -> list[str]"""
+class SweepWakes(Step):
+    """Wake at `now` every limit that holds tasks and has no wake queued (one that was
+    missed). -> None"""
+
+    now: int
 
 
 # -- attempts -----------------------------------------------------------------------

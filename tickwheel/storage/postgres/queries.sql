@@ -23,14 +23,14 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash, triggered_at, expires_at, traceparent
+    completed_at, request_hash, triggered_at, expires_at, traceparent, limit_key
 )
 SELECT * FROM unnest(
     $1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::int[], $11::int[], $12::float8[], $13::float8[],
     $14::float8[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::text[],
     $20::text[], $21::text[], $22::bigint[], $23::text[], $24::bigint[], $25::bigint[],
-    $26::text[]
+    $26::text[], $27::text[]
 );
 
 -- name: statuses_of
@@ -598,10 +598,11 @@ FROM limits WHERE limit_id = ANY($1::text[]) ORDER BY limit_id FOR UPDATE;
 -- name: running_of_limits
 -- Every running task is read (as many as the workers' slots): a cancelled one keeps its
 -- slot until its attempt's lease ends.
-SELECT l.lid, count(*) FROM (
-    SELECT task_type, queue, limit_key FROM tasks WHERE status = 'running'
+SELECT l.lid, count(*), min(t.until) FROM (
+    SELECT task_type, queue, limit_key, NULL::bigint AS until FROM tasks
+    WHERE status = 'running'
     UNION ALL
-    SELECT task_type, queue, limit_key FROM tasks
+    SELECT task_type, queue, limit_key, lease_expires_at FROM tasks
     WHERE status = 'cancelled' AND lease_expires_at > $2
 ) AS t
 JOIN unnest($1::text[]) AS l (lid)
@@ -646,9 +647,11 @@ UPDATE tasks SET held_by = NULL, mark = r.mark
 FROM unnest($1::bigint[], $2::bigint[]) AS r (rseq, mark)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = r.rseq AND tasks.status = 'pending';
 
--- name: holding_limits
-SELECT l.limit_id FROM limits AS l
-WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending');
+-- name: sweep_wakes
+INSERT INTO limit_wakes (limit_id, not_before)
+SELECT l.limit_id, $1 FROM limits AS l
+WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending')
+ON CONFLICT (limit_id) DO NOTHING;
 
 -- name: has_wakes
 SELECT EXISTS (SELECT 1 FROM limit_wakes WHERE not_before <= $1);

@@ -82,7 +82,7 @@ class PostgresSteps:
         return [r[0] for r in await self.db.fetch(q("next_seqs"), step.count)]
 
     async def insert_tasks(self, step: steps.InsertTasks) -> None:
-        await self.db.execute(q("insert_tasks"), *columns(step.rows, 26))
+        await self.db.execute(q("insert_tasks"), *columns(step.rows, 27))
 
     async def seqs_of(self, step: steps.SeqsOf) -> dict[str, int]:
         return {r[0]: r[1] for r in await self.db.fetch(q("seqs_of"), step.task_ids)}
@@ -233,9 +233,9 @@ class PostgresSteps:
     async def lock_limits(self, step: steps.LockLimits) -> list[asyncpg.Record]:
         return list(await self.db.fetch(q("lock_limits"), step.ids))
 
-    async def running_of(self, step: steps.RunningOf) -> dict[str, int]:
+    async def running_of(self, step: steps.RunningOf) -> dict[str, tuple[int, int | None]]:
         found = await self.db.fetch(q("running_of_limits"), step.ids, step.now)
-        return {r[0]: r[1] for r in found}
+        return {r[0]: (r[1], r[2]) for r in found}
 
     async def held_heads(self, step: steps.HeldHeads) -> dict[str, tuple[int, int, int]]:
         found = await self.db.fetch(q("held_heads"), step.ids)
@@ -262,5 +262,5 @@ class PostgresSteps:
     async def release_held(self, step: steps.ReleaseHeld) -> None:
         await self.db.execute(q("release_held"), *columns(step.rows, 2))
 
-    async def holding_limits(self, _: steps.HoldingLimits) -> list[str]:
-        return [r[0] for r in await self.db.fetch(q("holding_limits"))]
+    async def sweep_wakes(self, step: steps.SweepWakes) -> None:
+        await self.db.execute(q("sweep_wakes"), step.now)

@@ -59,7 +59,7 @@ class SqliteLimits(SqliteBase):
                 started = 0 if limit.rate is None else window.used(now_ms, limit.rate)
                 lid = r["limit_id"]
                 uses.append(
-                    LimitUse(limit, r["updated_at"], started, running.get(lid, 0), r["held"])
+                    LimitUse(limit, r["updated_at"], started, running.get(lid, (0,))[0], r["held"])
                 )
             return uses
 

@@ -9,8 +9,8 @@ INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
     due_time, created_at, idempotency_key, workflow_id, node_name, ordering_key, status,
-    completed_at, request_hash, triggered_at, expires_at, traceparent
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+    completed_at, request_hash, triggered_at, expires_at, traceparent, limit_key
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: statuses_of
 SELECT task_id, seq, status FROM tasks WHERE task_id IN (SELECT value FROM json_each(?));
@@ -596,11 +596,12 @@ FROM limits WHERE limit_id IN (SELECT value FROM json_each(:ids)) ORDER BY limit
 -- name: running_of_limits
 -- Every running task is read (as many as the workers' slots): a cancelled one keeps its
 -- slot until its attempt's lease ends.
-SELECT l.value, count(*) FROM (
-    SELECT task_type, queue, limit_key FROM tasks INDEXED BY tasks_running_lease
+SELECT l.value, count(*), min(t.until) FROM (
+    SELECT task_type, queue, limit_key, NULL AS until FROM tasks INDEXED BY tasks_running_lease
     WHERE status = 'running'
     UNION ALL
-    SELECT task_type, queue, limit_key FROM tasks INDEXED BY tasks_cancelled_lease
+    SELECT task_type, queue, limit_key, lease_expires_at FROM tasks
+    INDEXED BY tasks_cancelled_lease
     WHERE status = 'cancelled' AND lease_expires_at IS NOT NULL AND lease_expires_at > :now
 ) AS t
 JOIN json_each(:ids) AS l
@@ -644,9 +645,11 @@ UPDATE tasks SET held_by = NULL, mark = r.value ->> 1
 FROM json_each(:rows) AS r
 WHERE tasks.seq = r.value ->> 0 AND +tasks.status = 'pending';
 
--- name: holding_limits
-SELECT l.limit_id FROM limits AS l
-WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending');
+-- name: sweep_wakes
+INSERT INTO limit_wakes (limit_id, not_before)
+SELECT l.limit_id, :now FROM limits AS l
+WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending')
+ON CONFLICT (limit_id) DO NOTHING;
 
 -- name: has_wakes
 SELECT EXISTS (SELECT 1 FROM limit_wakes WHERE not_before <= :now);

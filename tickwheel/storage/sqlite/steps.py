@@ -229,9 +229,9 @@ class SqliteSteps:
         """One writer at a time: reading is locking."""
         return self._rows("lock_limits", {"ids": as_json(step.ids)})
 
-    def running_of(self, step: steps.RunningOf) -> dict[str, int]:
+    def running_of(self, step: steps.RunningOf) -> dict[str, tuple[int, int | None]]:
         params = {"ids": as_json(step.ids), "now": step.now}
-        return {r[0]: r[1] for r in self._rows("running_of_limits", params)}
+        return {r[0]: (r[1], r[2]) for r in self._rows("running_of_limits", params)}
 
     def held_heads(self, step: steps.HeldHeads) -> dict[str, tuple[int, int, int]]:
         heads = {}
@@ -263,5 +263,5 @@ class SqliteSteps:
     def release_held(self, step: steps.ReleaseHeld) -> None:
         self.db.execute(q("release_held"), {"rows": as_json(step.rows)})
 
-    def holding_limits(self, _: steps.HoldingLimits) -> list[str]:
-        return [r[0] for r in self._rows("holding_limits")]
+    def sweep_wakes(self, step: steps.SweepWakes) -> None:
+        self.db.execute(q("sweep_wakes"), {"now": step.now})
