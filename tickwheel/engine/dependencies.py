@@ -15,24 +15,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from tickwheel.clock import Clock
 from tickwheel.periodic import Periodic
-from tickwheel.storage.base import TaskStore
+from tickwheel.storage.base import LimitStore, TaskStore
 
 log = logging.getLogger(__name__)
+
+
+class ResolverStore(TaskStore, LimitStore, Protocol):
+    pass
+
 
 # Without a nudge, the resolver still looks this often (a task ended by another
 # process on the same store, say).
 IDLE_SECONDS = 1.0
 BATCH = 1000
+SWEEP_SECONDS = 5
 
 
 class DependencyResolver:
     def __init__(
         self,
         *,
-        store: TaskStore,
+        store: ResolverStore,
         clock: Clock,
         on_unblocked: Callable[[], None],
         idle_seconds: float = IDLE_SECONDS,
@@ -40,6 +47,7 @@ class DependencyResolver:
         self._store = store
         self._clock = clock
         self._on_unblocked = on_unblocked
+        self._next_sweep_ms = 0
         self._loop = Periodic(
             "dependency resolution", self.resolve, clock=clock, every_seconds=idle_seconds, log=log
         )
@@ -52,8 +60,9 @@ class DependencyResolver:
         await self._loop.run()
 
     async def resolve(self) -> int:
-        """Propagate everything queued; return how many dependents changed."""
-        changed = 0
+        """Propagate everything queued, and wake the limits whose wake is due; return how
+        many tasks changed."""
+        changed = await self._wake_limits()
         if not await self._store.has_propagations(self._clock.now_ms()):
             return changed
         while True:
@@ -63,3 +72,17 @@ class DependencyResolver:
                 self._on_unblocked()
             if not done.more:
                 return changed
+
+    async def _wake_limits(self) -> int:
+        """Let go what limits hold, where they have room again. Every few seconds, every
+        limit holding tasks is looked at, in case a wake was missed."""
+        now = self._clock.now_ms()
+        sweep = now >= self._next_sweep_ms
+        if not sweep and not await self._store.has_wakes(now):
+            return 0
+        if sweep:
+            self._next_sweep_ms = now + SWEEP_SECONDS * 1000
+        woken = await self._store.wake_held(now, sweep=sweep)
+        if woken:
+            self._on_unblocked()
+        return woken

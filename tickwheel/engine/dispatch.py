@@ -20,6 +20,7 @@ from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import ClaimedTask, Finish, Outcome, Status, WheelEntry
 from tickwheel.queue.base import ReadyItem
 from tickwheel.storage.base import DispatchStore
+from tickwheel.storage.records import Claimed
 
 log = logging.getLogger(__name__)
 
@@ -45,25 +46,37 @@ class Dispatcher:
         self._finishes: Batcher[Finish, bool] = Batcher(self._write_finishes)
         self._on_ended = on_ended
 
-    async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
+    async def claim(
+        self, items: Sequence[ReadyItem], worker_id: str, *, start_now: int | None = None
+    ) -> Claimed:
+        """Claim the released tasks still due, within their limits; `start_now`: how many
+        tasks under a limit the claimer can start at once (the others admitted go back
+        on the ready queue, `deferred`, so that a task counted against a rate starts when
+        it is counted)."""
         if not items:
-            return []
+            return Claimed([], [])
         now_ms = self._clock.now_ms()
-        claimed = await self._store.claim(
+        found = await self._store.claim_some(
             [(i.seq, i.triggered_ms) for i in items],
             now_ms=now_ms,
             lease_ms=self.lease_ms,
             worker_id=worker_id,
+            start_now=start_now,
         )
+        claimed = found.tasks
+        if found.deferred:
+            deferred = set(found.deferred)
+            await self._trigger.put_back([i for i in items if i.seq in deferred])
         self._metrics.started(claimed, now_ms)
-        # In the order pulled (priority first, then release), not the store's row order.
+        # In the order pulled (priority first, then release), not the store's row order;
+        # those under a limit first, as they were admitted to start now.
         order = {item.seq: n for n, item in enumerate(items)}
-        claimed.sort(key=lambda task: order[task.seq])
-        if len(claimed) < len(items):
+        claimed.sort(key=lambda task: (task.seq not in found.limited, order[task.seq]))
+        if len(claimed) < len(items) - len(found.deferred):
             # Some were cancelled, or wait behind their ordering key; a claim that found
             # a key's holder ended may have handed it on: let the loader look now.
             self._trigger.poke()
-        return claimed
+        return Claimed(claimed, found.deferred, found.limited)
 
     async def heartbeat(self, fences: Mapping[int, int]) -> set[int]:
         """Extend the leases; return the seqs whose fence is stale (cancelled or taken over)."""

@@ -69,7 +69,7 @@ class RemoteWorkers:
                 put_back = 0
             else:
                 items, put_back = await self._pull_only(queues, task_types, max_tasks, remaining)
-            claimed = await self._dispatcher.claim(items, worker_id)
+            claimed = (await self._dispatcher.claim(items, worker_id)).tasks
             if claimed or loop.time() >= deadline:
                 return claimed
             if put_back and not items:  # only other workers' types are waiting: back off

@@ -21,7 +21,7 @@ import asyncio
 import bisect
 import heapq
 import logging
-from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -143,6 +143,10 @@ class TriggerEngine:
         o = task.options
         key = self._keys.key(task.seq, o.queue, o.priority, task.schedule_id is not None)
         wheel.cancel(key, task.due_ms)
+
+    async def put_back(self, items: Sequence[ReadyItem]) -> None:
+        """Items pulled and not claimed, back at the head of their lanes."""
+        await self._queue.put_back(items)
 
     def poke(self) -> None:
         """New tasks were committed: look for them now instead of at the next load."""

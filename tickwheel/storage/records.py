@@ -186,3 +186,4 @@ class Claimed(NamedTuple):
 
     tasks: list[ClaimedTask]
     deferred: list[int]
+    limited: frozenset[int] = frozenset()  # claimed under a limit: to start first

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from tickwheel.models import ClaimedTask, Finish, Outcome
 from tickwheel.queue.base import ReadyItem
+from tickwheel.storage.records import Claimed
 
 
 class Claims(Protocol):
@@ -23,8 +24,13 @@ class Claims(Protocol):
         """The cluster's time, by which leases run out."""
         ...
 
-    async def claim(self, items: Sequence[ReadyItem], worker_id: str) -> list[ClaimedTask]:
-        """Take the released tasks still due; those cancelled or taken are left out."""
+    async def claim(
+        self, items: Sequence[ReadyItem], worker_id: str, *, start_now: int | None = None
+    ) -> Claimed:
+        """Take the released tasks still due; those cancelled or taken are left out, and
+        those a limit holds back. Of the tasks under a limit, at most `start_now` (the
+        free slots) are taken, first in the answer; the rest go back on the queue
+        (`deferred`)."""
         ...
 
     async def heartbeat(self, fences: Mapping[int, int]) -> set[int]:

@@ -92,6 +92,9 @@ class Worker:
         self._reserved = 0  # room taken by pulls and claims in flight
         self._fetches: set[asyncio.Task[None]] = set()
         self._deep = False  # the last pull came back full: the queue has depth
+        # Tasks under a limit were put back for want of a free slot: pulling ahead would
+        # only put them back again, so the worker waits for a slot.
+        self._limited_waiting = False
         self._room = asyncio.Event()  # a slot, or room to fetch, came free
         self._stopping = False
         self._revoked: set[int] = set()
@@ -133,7 +136,8 @@ class Worker:
             while not self._stopping:
                 # Tasks writing their ends hold no slot: their writes are batched, and
                 # bounded apart so that a slow store makes the worker wait, not grow.
-                holding = self._concurrency + self._ahead.amount()
+                ahead = 0 if self._limited_waiting else self._ahead.amount()
+                holding = self._concurrency + ahead
                 room = holding - self._running - len(self._claimed) - self._reserved
                 ending = len(self._inflight) - self._running
                 wanted = MAX_FETCHES if self._deep else 1
@@ -169,13 +173,19 @@ class Worker:
             if self._stopping:
                 await self._hand_back(items)  # pulled but never claimed
                 return
+            # Tasks under a limit are claimed only to start at once: a start is counted
+            # against a rate when claimed.
+            free = max(0, self._concurrency - self._running - len(self._claimed))
             try:
-                claimed = await self._dispatcher.claim(items, self.worker_id)
+                found = await self._dispatcher.claim(items, self.worker_id, start_now=free)
             except Exception as error:
                 log_failure(log, error, "claiming %d tasks failed; back on the queue", len(items))
                 await self._hand_back(items)
                 await asyncio.sleep(self._poll)
                 return
+            claimed = found.tasks
+            if found.deferred:  # they went back on the queue: claim ahead once a slot frees
+                self._limited_waiting = True
             if self._deep:
                 self._ahead.fetched(time.monotonic() - began)
             if self._tracing.enabled:
@@ -225,6 +235,7 @@ class Worker:
 
     def _slot_freed(self) -> None:
         self._running -= 1
+        self._limited_waiting = False
         self._start_claimed()
         self._room.set()
 

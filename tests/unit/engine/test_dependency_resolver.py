@@ -13,7 +13,7 @@ import pytest
 from looping import running, settle
 
 from tickwheel.clock import ManualClock
-from tickwheel.engine.dependencies import BATCH, DependencyResolver
+from tickwheel.engine.dependencies import BATCH, SWEEP_SECONDS, DependencyResolver
 from tickwheel.errors import StoreUnavailable
 from tickwheel.storage.base import Propagated, TaskStore
 
@@ -26,6 +26,19 @@ class Outbox:
     def __init__(self) -> None:
         self.queued = 0
         self.down = False
+        self.wakes_due = 0  # held tasks that limits' due wakes let go
+        self.sweeps: list[int] = []
+
+    async def has_wakes(self, now_ms: int) -> bool:
+        self._reach()
+        return self.wakes_due > 0
+
+    async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
+        self._reach()
+        if sweep:
+            self.sweeps.append(now_ms)
+        woken, self.wakes_due = self.wakes_due, 0
+        return woken
 
     async def has_propagations(self, now_ms: int) -> bool:
         self._reach()
@@ -70,6 +83,27 @@ async def test_a_nudge_tells_the_news_at_once_in_batches(resolving: Resolving) -
     await settle()  # the clock never moved
     assert resolving.outbox.queued == 0
     assert len(resolving.pokes) == 3  # each batch that freed tasks pokes the loader
+
+
+async def test_a_limits_wake_lets_held_tasks_go_and_pokes_the_loader(
+    resolving: Resolving,
+) -> None:
+    resolving.outbox.wakes_due = 3
+    resolving.resolver.nudge()
+    await settle()
+    assert resolving.outbox.wakes_due == 0
+    assert len(resolving.pokes) == 1
+
+
+async def test_every_limit_holding_tasks_is_swept_every_few_seconds(
+    resolving: Resolving,
+) -> None:
+    clock, outbox = resolving.clock, resolving.outbox
+    await settle()
+    for _ in range(2 * SWEEP_SECONDS):
+        clock.advance(1.0)
+        await settle()
+    assert outbox.sweeps == [T0_MS + n * SWEEP_SECONDS * 1000 for n in range(3)]
 
 
 async def test_news_of_another_process_is_told_within_the_idle_interval(

@@ -108,16 +108,18 @@ class PostgresDispatch(PostgresBase):
             lambda db: PostgresSteps(db).claim(plain), atomic=False
         )
         deferred: list[int] = []
+        limited: frozenset[int] = frozenset()
         if len(found) < len(items):  # cancelled meanwhile, behind a key, or limited
             rest = replace(plain, items=propagation.unclaimed(items, found), skip=Skipped())
             if skip:
-                limited = limits.claim_limited(rest, start_now)
-                taken = await self._transaction(lambda db: run(db, limited))
+                plan = limits.claim_limited(rest, start_now)
+                taken = await self._transaction(lambda db: run(db, plan))
                 found += taken.rows
                 deferred = taken.deferred
+                limited = frozenset(r["seq"] for r in taken.rows)
             else:
                 found += await self._transaction(lambda db: run(db, propagation.claim_keyed(rest)))
-        return Claimed([convert.claimed(r) for r in found], deferred)
+        return Claimed([convert.claimed(r) for r in found], deferred, limited)
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         found = await self._fetch("extend_leases", list(fences), list(fences.values()), until_ms)

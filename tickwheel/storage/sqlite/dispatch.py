@@ -83,19 +83,22 @@ class SqliteDispatch(SqliteBase):
         plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False, skip=skip)
         params = claim_params(plain)
 
-        def work(db: sqlite3.Connection) -> tuple[list[Any], list[int]]:
+        def work(db: sqlite3.Connection) -> tuple[list[Any], limits.Taken]:
             rows = db.execute(q("claim"), params).fetchall()
             if len(rows) == len(items):
-                return rows, []
+                return rows, limits.Taken()
             # Cancelled meanwhile, behind an ordering key, or of a limit.
             rest = replace(plain, items=propagation.unclaimed(items, rows), skip=Skipped())
             if not skip:
-                return rows + run(db, propagation.claim_keyed(rest)), []
-            taken = run(db, limits.claim_limited(rest, start_now))
-            return rows + taken.rows, taken.deferred
+                return rows + run(db, propagation.claim_keyed(rest)), limits.Taken()
+            return rows, run(db, limits.claim_limited(rest, start_now))
 
-        rows, deferred = await self._writer.transaction(work, acknowledged=False)
-        return Claimed([convert.claimed(r) for r in rows], deferred)
+        rows, taken = await self._writer.transaction(work, acknowledged=False)
+        return Claimed(
+            [convert.claimed(r) for r in rows + taken.rows],
+            taken.deferred,
+            frozenset(r["seq"] for r in taken.rows),
+        )
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         params = {"fences": as_json(list(fences.items())), "until": until_ms}
