@@ -55,6 +55,7 @@ class SubmitOptions(TypedDict, total=False):
     idempotency_key: str  # a repeat within the window returns the first task
     dependencies: Sequence[str]  # task ids that must succeed first
     ordering_key: str  # tasks sharing a key run one at a time, in due order
+    limit_key: str  # tasks sharing a key share the limits set for it (scope `key`)
     expires_at: datetime  # not started by then: it ends expired and never runs
     expires_after_seconds: float  # the same, counted from its due time (each cron fire)
 
@@ -81,6 +82,7 @@ MAX_JITTER_SECONDS = 86400
 MAX_TIMEOUT_SECONDS = 86400.0
 MAX_DEPENDENCIES = 10_000  # task ids one task may wait on
 MAX_ORDERING_KEY_LENGTH = 256
+MAX_LIMIT_KEY_LENGTH = 200  # a limit's name (`tickwheel.core.limits.MAX_NAME_CHARS`)
 
 # The engine's own queue and task types (launches of recurring workflows): not for users.
 ENGINE_QUEUE = "tickwheel"

@@ -258,6 +258,9 @@ class Node:
         if Role.SCHEDULER in self.roles:
             await self._start_scheduler()
         if Role.WORKER in self.roles:
+            for kind in self.app.types.values():  # the limits its task types declare
+                if kind.limit is not None:
+                    await self.store.put_limit(kind.limit, self.clock.now_ms())
             self._spawn(self.worker.run())
         if Role.API in self.roles:
             self._spawn(

@@ -51,6 +51,11 @@ async def claimed_tasks(store: Store, seqs: list[int], now: int) -> list[Claimed
     return found.tasks
 
 
+async def wake_due(store: Store, now: int) -> bool:
+    first = await store.first_wake_ms()
+    return first is not None and first <= now
+
+
 async def held_by(store: Store, seqs: list[int]) -> list[str | None]:
     return [(await get(store, s)).held_by for s in seqs]
 
@@ -87,7 +92,7 @@ async def test_a_rate_limit_admits_its_count_per_window_and_holds_the_rest(store
     assert await held_by(store, [late]) == ["task_type:mail"]
 
     # The wake comes when the window frees a start: not before.
-    assert await store.has_wakes(T0 + WINDOW)
+    assert await wake_due(store, T0 + WINDOW)
     assert await store.wake_held(T0 + WINDOW - 1) == 0
     mark = await store.max_mark()
     assert await store.wake_held(T0 + WINDOW) == 3
@@ -129,11 +134,11 @@ async def test_a_concurrency_limit_counts_running_tasks_and_an_end_wakes_it(
     tasks = await claimed_tasks(store, [a, b, c], T0)
     assert sorted(t.seq for t in tasks) == [a, b]
     assert await held_by(store, [c]) == ["queue:slow"]
-    assert not await store.has_wakes(T0 + 100_000)  # full: only an end wakes it
+    assert not await wake_due(store, T0 + 100_000)  # full: only an end wakes it
     assert await store.wake_held(T0 + 100, sweep=True) == 0  # and a sweep finds no room
 
     await store.finish([success(tasks[0], at=T0 + 10)])
-    assert await store.has_wakes(T0 + 10)
+    assert await wake_due(store, T0 + 10)
     assert await store.wake_held(T0 + 10) == 1
     assert await claim_at(store, [c], T0 + 11) == ([c], [])
     (use,) = await store.limits_in_use(T0 + 12)

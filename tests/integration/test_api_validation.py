@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tickwheel.errors import InvalidRequest
 from tickwheel.node import Node
 
 BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
@@ -78,6 +79,18 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
         },
         "ordering_key",
     ),
+    ("empty limit_key", {"task_type": "noop", "limit_key": ""}, "limit_key"),
+    ("limit_key too long", {"task_type": "noop", "limit_key": "k" * 201}, "limit_key"),
+    ("limit_key not a string", {"task_type": "noop", "limit_key": 5}, "limit_key"),
+    (
+        "limit_key on a cron task",
+        {
+            "task_type": "noop",
+            "limit_key": "tenant-1",
+            "schedule": {"type": "cron", "cron_expression": "@daily"},
+        },
+        "limit_key",
+    ),
 ]
 
 
@@ -105,6 +118,35 @@ async def test_bad_submission_is_4xx_naming_the_field_and_stores_nothing(
     assert answer["field"] == field, answer
     assert field.split(".")[-1] in answer["message"]
     assert await _stored(api) == before
+
+
+@pytest.mark.parametrize("limit_key", ["", "k" * 201, 5, ["k"]])
+async def test_a_bad_limit_key_in_a_batch_or_workflow_is_422_naming_it(
+    api: httpx.AsyncClient, limit_key: Any
+) -> None:
+    good = {"task_type": "noop", "limit_key": "k" * 200}
+    bad = {"task_type": "noop", "limit_key": limit_key}
+    batch = await api.post("/api/tasks/batch", json={"tasks": [good, bad]})
+    assert batch.status_code == 422, batch.text
+    assert batch.json()["field"] == "tasks.1.limit_key"
+    workflow = {"tasks": [{**good, "name": "a"}, {**bad, "name": "b"}]}
+    answer = await api.post("/api/workflows", json=workflow)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "tasks.1.limit_key"
+    assert await _stored(api) == 0
+
+
+async def test_the_node_checks_a_limit_key_too(node: Node) -> None:
+    for bad in ("", "k" * 201):
+        with pytest.raises(InvalidRequest) as invalid:
+            await node.submit("noop", limit_key=bad)
+        assert invalid.value.field == "limit_key"
+    with pytest.raises(InvalidRequest) as cron:
+        await node.submit("noop", cron="@daily", limit_key="tenant-1")
+    assert cron.value.field == "limit_key"
+    with pytest.raises(InvalidRequest) as wrong_type:
+        await node.submit("noop", limit_key=5)  # type: ignore[typeddict-item]
+    assert wrong_type.value.field == "limit_key"
 
 
 async def test_oversized_payload_is_413_naming_payload(api: httpx.AsyncClient, node: Node) -> None:

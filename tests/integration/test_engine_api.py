@@ -124,6 +124,50 @@ async def test_cron_task_keeps_one_future_instance_and_cancel_disables_it(
     assert (await api.get(f"/api/tasks/{schedule_id}")).json()["status"] == "cancelled"
 
 
+async def test_a_limit_key_is_shown_with_no_limit_holding_the_task(
+    api: httpx.AsyncClient,
+) -> None:
+    later = {"type": "delayed", "delay_seconds": 3600}
+    single = await api.post(
+        "/api/tasks", json={"task_type": "record", "schedule": later, "limit_key": "tenant-1"}
+    )
+    assert single.status_code == 201, single.text
+    batch = await api.post(
+        "/api/tasks/batch",
+        json={
+            "tasks": [
+                {"task_type": "record", "schedule": later, "limit_key": "tenant-2"},
+                {"task_type": "record", "schedule": later},
+            ]
+        },
+    )
+    assert batch.status_code == 201, batch.text
+    flow = await api.post(
+        "/api/workflows",
+        json={
+            "tasks": [
+                {"name": "a", "task_type": "record", "schedule": later, "limit_key": "k" * 200},
+                {"name": "b", "task_type": "record", "dependencies": ["a"]},
+            ]
+        },
+    )
+    assert flow.status_code == 201, flow.text
+    nodes = {n["name"]: n for n in flow.json()["tasks"]}
+    assert (nodes["a"]["limit_key"], nodes["b"]["limit_key"]) == ("k" * 200, None)
+    expected = {
+        single.json()["task_id"]: "tenant-1",
+        batch.json()["tasks"][0]["task_id"]: "tenant-2",
+        batch.json()["tasks"][1]["task_id"]: None,
+        nodes["a"]["task_id"]: "k" * 200,
+        nodes["b"]["task_id"]: None,
+    }
+    for task_id, limit_key in expected.items():
+        shown = (await api.get(f"/api/tasks/{task_id}")).json()
+        assert (shown["limit_key"], shown["held_by"]) == (limit_key, None), shown
+    listed = (await api.get("/api/tasks", params={"limit": 500})).json()["tasks"]
+    assert {t["task_id"]: t["limit_key"] for t in listed} == expected
+
+
 async def test_list_pages_through_every_task_once(api: httpx.AsyncClient) -> None:
     ids = set()
     for _ in range(7):

@@ -16,6 +16,7 @@ from tickwheel.api.dashboard_routes import router as dashboard_router
 from tickwheel.api.dashboard_routes import static_files
 from tickwheel.api.fire_time_routes import router as fire_time_router
 from tickwheel.api.host import Host
+from tickwheel.api.limit_routes import router as limit_router
 from tickwheel.api.limits import BodyLimit
 from tickwheel.api.ops_routes import router as ops_router
 from tickwheel.api.routes import router
@@ -73,6 +74,7 @@ def create_app(
     app.include_router(workflow_router)
     app.include_router(ops_router)
     app.include_router(fire_time_router)
+    app.include_router(limit_router)
     app.include_router(stats_router)
     app.include_router(dashboard_router)
     app.mount("/static", static_files(), name="static")

@@ -134,6 +134,8 @@ def task_out(view: TaskView, waits: list[Wait] | None = None) -> TaskOut:
         timeout_seconds=o.timeout_seconds,
         idempotency_key=r.idempotency_key,
         ordering_key=r.ordering_key,
+        limit_key=r.limit_key,
+        held_by=r.held_by,
         expires_at=to_datetime(r.expires_ms),
         traceparent=r.traceparent,
         attempts=r.attempts,
@@ -170,6 +172,7 @@ def _wait_out(wait: Wait) -> WaitOut:
         ahead=wait.ahead,
         queue=wait.queue,
         task_type=wait.task_type,
+        limit=wait.limit,
     )
 
 
@@ -214,6 +217,7 @@ def _node_out(node: NodeView) -> WorkflowNodeOut:
         status=str(node.task.status),
         dependencies=list(node.dependencies),
         ordering_key=r.ordering_key,
+        limit_key=r.limit_key,
         attempts=r.attempts,
         started_at=to_datetime(r.started_ms),
         completed_at=to_datetime(r.completed_ms),

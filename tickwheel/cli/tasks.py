@@ -71,6 +71,10 @@ def submit(
     ordering_key: Annotated[
         str | None, typer.Option(help="Tasks sharing it run one at a time, in order.")
     ] = None,
+    limit_key: Annotated[
+        str | None,
+        typer.Option(help="Tasks sharing it share the limits set for it (scope key)."),
+    ] = None,
     after: Annotated[
         list[str] | None, typer.Option(help="A task id that must succeed first (repeat).")
     ] = None,
@@ -122,6 +126,7 @@ def submit(
         "timeout_seconds": timeout_seconds,
         "idempotency_key": idempotency_key,
         "ordering_key": ordering_key,
+        "limit_key": limit_key,
         "dependencies": after or None,
         "expires_after_seconds": expires_after,
     }

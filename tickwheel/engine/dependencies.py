@@ -13,6 +13,7 @@ task: the dispatch path does not change.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Protocol
@@ -48,6 +49,8 @@ class DependencyResolver:
         self._clock = clock
         self._on_unblocked = on_unblocked
         self._next_sweep_ms = 0
+        self._idle_seconds = idle_seconds
+        self._timer: asyncio.TimerHandle | None = None
         self._loop = Periodic(
             "dependency resolution", self.resolve, clock=clock, every_seconds=idle_seconds, log=log
         )
@@ -78,11 +81,26 @@ class DependencyResolver:
         limit holding tasks is looked at, in case a wake was missed."""
         now = self._clock.now_ms()
         sweep = now >= self._next_sweep_ms
-        if not sweep and not await self._store.has_wakes(now):
+        first = await self._store.first_wake_ms()
+        if not sweep and (first is None or first > now):
+            self._wake_at(first)
             return 0
         if sweep:
             self._next_sweep_ms = now + SWEEP_SECONDS * 1000
         woken = await self._store.wake_held(now, sweep=sweep)
         if woken:
             self._on_unblocked()
+        self._wake_at(await self._store.first_wake_ms())
         return woken
+
+    def _wake_at(self, at_ms: int | None) -> None:
+        """Look again when the first wake is due, if that comes before the next look."""
+        if at_ms is None or self._timer is not None:
+            return
+        delay = max(0.0, (at_ms - self._clock.now_ms()) / 1000)
+        if delay < self._idle_seconds:
+            self._timer = asyncio.get_running_loop().call_later(delay, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self._loop.wake()

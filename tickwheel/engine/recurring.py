@@ -49,6 +49,7 @@ def _node_json(node: WorkflowNode) -> dict[str, Any]:
         "options": asdict(r.options),
         "dependencies": list(r.dependencies),
         "ordering_key": r.ordering_key,
+        "limit_key": r.limit_key,
     }
 
 
@@ -76,6 +77,7 @@ def _request_of(t: dict[str, Any]) -> TaskRequest:
     _expect(s["due_ms"], int, "due_ms")
     _expect(s["delay_seconds"], int | float, "delay_seconds")
     _expect(t["ordering_key"], str, "ordering_key")
+    _expect(t.get("limit_key"), str, "limit_key")  # absent from older templates
     for value in t["options"].values():
         _expect(value, int | float | str, "options")
     return TaskRequest(
@@ -85,6 +87,7 @@ def _request_of(t: dict[str, Any]) -> TaskRequest:
         options=TaskOptions(**t["options"]),
         dependencies=tuple(t["dependencies"]),
         ordering_key=t["ordering_key"],
+        limit_key=t.get("limit_key"),
     )
 
 

@@ -30,6 +30,7 @@ from tickwheel.ids import is_canonical_uuid, new_id, partition_of
 from tickwheel.models import (
     MAX_DELAY_SECONDS,
     MAX_DEPENDENCIES,
+    MAX_LIMIT_KEY_LENGTH,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
     PRIORITY_MAX,
@@ -65,6 +66,8 @@ def _request_hash(request: TaskRequest, encoded_payload: str) -> str:
     ]
     if request.expires_at_ms is not None or request.expires_after_ms is not None:
         parts.append([request.expires_at_ms, request.expires_after_ms])  # old hashes stay
+    if request.limit_key is not None:
+        parts.append({"limit_key": request.limit_key})  # old hashes stay
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -337,6 +340,7 @@ class Submissions:
             idempotency=idempotency,
             predecessors=request.dependencies,
             ordering_key=request.ordering_key,
+            limit_key=request.limit_key,
             request_hash=request_hash if request.task_id is not None else None,
             expires_ms=_expires_ms(request, due),
             traceparent=request.traceparent,
@@ -358,6 +362,12 @@ class Submissions:
         if request.ordering_key is not None:
             raise InvalidRequest(
                 "ordering_key", "a cron schedule orders its own instances (overlap_policy)"
+            )
+        if request.limit_key is not None:
+            # A schedule stores no limit key for the instances it makes.
+            raise InvalidRequest(
+                "limit_key",
+                "a cron task's instances cannot take a limit key yet; limit its task type or queue",
             )
         cron = request.schedule.cron
         if cron is None:
@@ -427,6 +437,9 @@ class Submissions:
         key = request.ordering_key
         if key is not None and not 0 < len(key) <= MAX_ORDERING_KEY_LENGTH:
             raise InvalidRequest("ordering_key", f"1 to {MAX_ORDERING_KEY_LENGTH} characters")
+        limit_key = request.limit_key
+        if limit_key is not None and not 0 < len(limit_key) <= MAX_LIMIT_KEY_LENGTH:
+            raise InvalidRequest("limit_key", f"1 to {MAX_LIMIT_KEY_LENGTH} characters")
         return encoded
 
     def _encode_payload(self, payload: Any) -> str:

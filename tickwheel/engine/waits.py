@@ -36,6 +36,7 @@ class Reason(StrEnum):
     DUE = "due"  # not due yet, or due and about to be released to the ready queue
     NO_SCHEDULER = "no_scheduler"  # due, but no scheduler holds its partition to release it
     QUEUED = "queued"  # ready: in the ready queue with others
+    LIMIT = "limit"  # ready, held back by a rate or concurrency limit
     NO_WORKER = "no_worker"  # no live worker takes its queue and type
 
 
@@ -54,6 +55,7 @@ class Wait:
     ahead: int | None = None  # queued: at most this many tasks before it
     queue: str | None = None  # queued, no_worker
     task_type: str | None = None  # no_worker
+    limit: str | None = None  # limit: the limit holding it, as scope:name
 
 
 class Waits:
@@ -87,7 +89,9 @@ class Waits:
             waits.append(await self._ordering_key(record, record.ordering_key))
         if view.status is Status.PENDING:
             waits.append(await self._due(record))
-        if view.status is Status.READY:
+        if view.status is Status.READY and record.held_by is not None:
+            waits.append(_held(record.held_by))
+        elif view.status is Status.READY:
             waits.append(await self._queued(record))
         queue, task_type = record.options.queue, record.task_type
         if await self._workforce.takes(queue, task_type) is False:
@@ -137,3 +141,12 @@ class Waits:
         ahead = max(depth - 1, 0)
         message = f"ready: at most {ahead} task(s) ahead of it in queue {queue!r}"
         return Wait(Reason.QUEUED, message, ahead=ahead, queue=queue)
+
+
+def _held(limit_id: str) -> Wait:
+    scope, name = limit_id.split(":", 1)
+    message = (
+        f"held back by the limit on {scope.replace('_', ' ')} {name!r}: it starts, in "
+        "priority and due order, as the limit allows"
+    )
+    return Wait(Reason.LIMIT, message, limit=limit_id)

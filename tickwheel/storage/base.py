@@ -342,8 +342,8 @@ class LimitStore(Protocol):
         for; return how many. `sweep`: first wake every limit that holds tasks."""
         ...
 
-    async def has_wakes(self, now_ms: int) -> bool:
-        """Whether a limit's wake is due."""
+    async def first_wake_ms(self) -> int | None:
+        """When the first wake of a limit is due (None: there is none)."""
         ...
 
 

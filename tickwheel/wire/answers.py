@@ -81,6 +81,7 @@ class WaitOut(Answer, frozen=True):
     ahead: int | None = None
     queue: str | None = None
     task_type: str | None = None
+    limit: str | None = None
 
 
 class TaskOut(Answer, frozen=True, kw_only=True):
@@ -96,6 +97,8 @@ class TaskOut(Answer, frozen=True, kw_only=True):
     timeout_seconds: float | None
     idempotency_key: str | None
     ordering_key: str | None = None
+    limit_key: str | None = None
+    held_by: str | None = None  # the limit holding it back (ready), as scope:name
     expires_at: datetime | None = None  # not started by then, it ends expired
     traceparent: str | None = None  # its submission's trace context, with tracing on
     attempts: int
@@ -207,6 +210,7 @@ class WorkflowNodeOut(Answer, frozen=True, kw_only=True):
     status: str
     dependencies: list[str]
     ordering_key: str | None = None
+    limit_key: str | None = None
     attempts: int
     started_at: datetime | None
     completed_at: datetime | None

@@ -23,6 +23,7 @@ PLAIN_OPTIONS = (
     "timeout_seconds",
     "idempotency_key",
     "ordering_key",
+    "limit_key",
     "expires_after_seconds",
 )
 

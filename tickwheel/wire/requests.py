@@ -60,6 +60,7 @@ class TaskRequest:
     expires_after_ms: int | None = None
     # The W3C trace context of its submission, with tracing on (not part of the body).
     traceparent: str | None = None
+    limit_key: str | None = None  # shares the limits set for its key (scope `key`)
 
 
 # -- what a body holds, whoever read it ------------------------------------------
@@ -115,6 +116,8 @@ class TaskFields(Protocol):
     @property
     def ordering_key(self) -> str | None: ...
     @property
+    def limit_key(self) -> str | None: ...
+    @property
     def task_id(self) -> str | None: ...
     @property
     def expires_at(self) -> datetime | None: ...
@@ -153,6 +156,7 @@ class TaskBody(msgspec.Struct, frozen=True):
     idempotency_key: str | None = None
     dependencies: tuple[str, ...] = ()
     ordering_key: str | None = None
+    limit_key: str | None = None
     task_id: str | None = None
     expires_at: datetime | None = None
     expires_after_seconds: float | None = None
@@ -223,6 +227,7 @@ def task_request(
         body.ordering_key,
         body.task_id,
         *_expiry(body),
+        limit_key=body.limit_key,
     )
 
 

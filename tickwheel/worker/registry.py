@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tickwheel.core.limits import Limit, Rate
+from tickwheel.core.limits import Scope as LimitScope
 from tickwheel.worker.context import TaskContext
 
 Handler = Callable[[TaskContext, Any], Any]
@@ -31,6 +33,7 @@ class TaskType:
     backoff_max_seconds: float | None = None
     timeout_seconds: float | None = None
     check_payload: PayloadCheck | None = None
+    limit: Limit | None = None  # declared cluster-wide when a worker with it starts
 
 
 @dataclass
@@ -47,11 +50,16 @@ class App:
         retry_backoff: tuple[float, float] | None = None,
         timeout_seconds: float | None = None,
         check_payload: PayloadCheck | None = None,
+        rate_limit: str | None = None,
+        concurrency: int | None = None,
     ) -> Callable[[F], F]:
         """Register a handler `fn(ctx, payload)`; plain functions run in a thread pool.
 
         `retry_backoff` is (base_seconds, max_seconds); these are the defaults for tasks
-        of this type that do not set their own."""
+        of this type that do not set their own. `rate_limit` ("100/s") and `concurrency`
+        limit the type's starts and running tasks across the cluster: a worker with this
+        type sets that limit when it starts (`PUT /api/limits/task_type/NAME` does the
+        same for a type without them)."""
 
         def register(fn: F) -> F:
             default = f"{fn.__module__}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
@@ -59,6 +67,10 @@ class App:
             if not TASK_TYPE.fullmatch(type_name):
                 raise ValueError(f"task type {type_name!r} must match {TASK_TYPE.pattern}")
             base, cap = retry_backoff or (None, None)
+            limit = None
+            if rate_limit is not None or concurrency is not None:
+                rate = None if rate_limit is None else Rate.parse(rate_limit)
+                limit = Limit(LimitScope.TASK_TYPE, type_name, rate, concurrency)
             self.types[type_name] = TaskType(
                 name=type_name,
                 handler=fn,
@@ -68,6 +80,7 @@ class App:
                 backoff_max_seconds=cap,
                 timeout_seconds=timeout_seconds,
                 check_payload=check_payload,
+                limit=limit,
             )
             return fn
 

@@ -29,9 +29,9 @@ class Outbox:
         self.wakes_due = 0  # held tasks that limits' due wakes let go
         self.sweeps: list[int] = []
 
-    async def has_wakes(self, now_ms: int) -> bool:
+    async def first_wake_ms(self) -> int | None:
         self._reach()
-        return self.wakes_due > 0
+        return 0 if self.wakes_due > 0 else None
 
     async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
         self._reach()

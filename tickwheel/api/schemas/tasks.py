@@ -29,6 +29,7 @@ from tickwheel.models import (
     MAX_DEPENDENCIES,
     MAX_EXPIRES_AFTER_SECONDS,
     MAX_JITTER_SECONDS,
+    MAX_LIMIT_KEY_LENGTH,
     MAX_ORDERING_KEY_LENGTH,
     MAX_TIMEOUT_SECONDS,
     PRIORITY_MAX,
@@ -135,6 +136,14 @@ class TaskIn(Strict):
         "waits (status waiting) while an earlier one of its key has not ended for good, "
         "retries included. Tasks with different keys run in parallel.",
     )
+    limit_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LIMIT_KEY_LENGTH,
+        description="Tasks sharing a limit key share the limits set for that key "
+        "(`PUT /api/limits/key/{name}`): at most N starts per period, at most N running at "
+        "once, across the cluster.",
+    )
     expires_at: PlausibleTime | None = Field(
         None,
         description="If the task has not started by then, it ends expired and never runs "
@@ -217,7 +226,8 @@ class WaitOut(BaseModel):
         description="predecessors (`tasks`: those not yet succeeded), ordering_key (`key`, "
         "and `holder`: the id of the task holding it), schedule_paused (`schedule_id`), "
         "due (`due_time`), no_scheduler (due, but no scheduler holds its `partition` to "
-        "release it), queued (ready: at most `ahead` tasks before it in `queue`) or "
+        "release it), queued (ready: at most `ahead` tasks before it in `queue`), limit "
+        "(ready, held back by the rate or concurrency limit `limit`, as scope:name) or "
         "no_worker (no live worker takes `task_type` from `queue`)"
     )
     message: str
@@ -230,6 +240,7 @@ class WaitOut(BaseModel):
     ahead: int | None = None
     queue: str | None = None
     task_type: str | None = None
+    limit: str | None = None
 
 
 class TaskOut(BaseModel):
@@ -245,6 +256,12 @@ class TaskOut(BaseModel):
     timeout_seconds: float | None
     idempotency_key: str | None
     ordering_key: str | None = None
+    limit_key: str | None = None
+    held_by: str | None = Field(
+        None,
+        description="The rate or concurrency limit holding this ready task back, as "
+        "scope:name (null when none)",
+    )
     expires_at: datetime | None = Field(
         None, description="Not started by then, the task ends expired (null: never)."
     )

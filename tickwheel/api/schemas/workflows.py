@@ -76,6 +76,7 @@ class WorkflowNodeOut(BaseModel):
     status: str
     dependencies: list[str]
     ordering_key: str | None = None
+    limit_key: str | None = None
     attempts: int
     started_at: datetime | None
     completed_at: datetime | None

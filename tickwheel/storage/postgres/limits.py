@@ -58,5 +58,6 @@ class PostgresLimits(PostgresBase):
     async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
         return await self._transaction(lambda db: run(db, plans.wake(now_ms, sweep=sweep)))
 
-    async def has_wakes(self, now_ms: int) -> bool:
-        return bool(await self._fetchval("has_wakes", now_ms))
+    async def first_wake_ms(self) -> int | None:
+        found: int | None = await self._fetchval("first_wake")
+        return found

@@ -653,8 +653,8 @@ SELECT l.limit_id, $1 FROM limits AS l
 WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending')
 ON CONFLICT (limit_id) DO NOTHING;
 
--- name: has_wakes
-SELECT EXISTS (SELECT 1 FROM limit_wakes WHERE not_before <= $1);
+-- name: first_wake
+SELECT min(not_before) FROM limit_wakes;
 
 -- name: limited_names
 SELECT scope, name FROM limits;

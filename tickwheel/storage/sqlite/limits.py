@@ -70,12 +70,11 @@ class SqliteLimits(SqliteBase):
             lambda db: run(db, plans.wake(now_ms, sweep=sweep)), acknowledged=False
         )
 
-    async def has_wakes(self, now_ms: int) -> bool:
-        return bool(
-            await self._reader.run(
-                lambda db: db.execute(q("has_wakes"), {"now": now_ms}).fetchone()[0]
-            )
+    async def first_wake_ms(self) -> int | None:
+        found: int | None = await self._reader.run(
+            lambda db: db.execute(q("first_wake")).fetchone()[0]
         )
+        return found
 
 
 def _wake_now(db: sqlite3.Connection, limit_id: str, now_ms: int) -> None:
