@@ -185,6 +185,28 @@ def test_queues_nodes_and_health(tw: Tickwheel) -> None:
     assert "default" in table(tw, "queues")
 
 
+def test_limits_set_list_and_delete(tw: Tickwheel) -> None:
+    limit = ok(tw, "limits", "set", "key", "acme/eu-1", "--rate", "10/m", "--concurrency", "3")
+    assert (limit["scope"], limit["name"], limit["rate"], limit["concurrency"]) == (
+        "key",
+        "acme/eu-1",
+        "10/m",
+        3,
+    )
+    assert [(x["scope"], x["name"]) for x in ok(tw, "limits")] == [("key", "acme/eu-1")]
+    shown = table(tw, "limits")
+    assert "acme/eu-1" in shown and "10/m" in shown
+    code, _, err = run(tw, "limits", "set", "key", "acme", "--rate", "lots")
+    assert code == 1 and "rate" in err and len(err.splitlines()) == 1
+    code, _, err = run(tw, "limits", "set", "queue", "q")
+    assert code == 2 and "--rate" in err
+    code, out, _ = run(tw, "limits", "delete", "key", "acme/eu-1")
+    assert code == 0 and "removed" in out
+    assert ok(tw, "limits") == []
+    code, _, err = run(tw, "limits", "delete", "key", "acme/eu-1")
+    assert code == 1 and "no limit" in err
+
+
 def test_workflows_print_whole_ids_at_80_columns(tw: Tickwheel) -> None:
     etl = str(ROOT / "examples/workflows/etl.yaml")
     shown = table(tw, "workflow", "submit", etl)

@@ -22,7 +22,7 @@ LIMIT_ERRORS: dict[int | str, dict[str, Any]] = {404: ERRORS[404], 422: ERRORS[4
 
 
 @router.put(
-    "/api/limits/{scope}/{name}",
+    "/api/limits/{scope}/{name:path}",
     response_model=LimitOut,
     responses={422: ERRORS[422]},
     dependencies=needs(Scope.ADMIN),
@@ -49,7 +49,7 @@ async def list_limits(request: Request) -> LimitsOut:
 
 
 @router.get(
-    "/api/limits/{scope}/{name}",
+    "/api/limits/{scope}/{name:path}",
     response_model=LimitOut,
     responses=LIMIT_ERRORS,
     dependencies=needs(Scope.READ),
@@ -60,7 +60,7 @@ async def get_limit(scope: LimitScope, name: NAME, request: Request) -> LimitOut
 
 
 @router.delete(
-    "/api/limits/{scope}/{name}",
+    "/api/limits/{scope}/{name:path}",
     status_code=204,
     responses=LIMIT_ERRORS,
     dependencies=needs(Scope.ADMIN),

@@ -41,6 +41,7 @@ COMMANDS = {
     "stats": "tickwheel.cli.operations",
     "metrics": "tickwheel.cli.operations",
     "workflow": "tickwheel.cli.workflows",
+    "limits": "tickwheel.cli.limits",
     "token": "tickwheel.cli.tokens",
     "api": "tickwheel.cli.cluster",
     "scheduler": "tickwheel.cli.cluster",

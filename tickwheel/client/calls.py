@@ -41,6 +41,8 @@ from tickwheel.wire.answers import (
     HealthOut,
     HistoryPage,
     LeaseOut,
+    LimitOut,
+    LimitsOut,
     NodesOut,
     QueuesOut,
     RedriveOut,
@@ -174,6 +176,32 @@ def fire_times(schedule_id: str, count: int) -> Call[FireTimesOut]:
 def cron_fire_times(expression: str, timezone: str, count: int) -> Call[FireTimesOut]:
     params = {"cron_expression": expression, "timezone": timezone, "count": count}
     return Call("GET", "/api/cron/next", _model(FireTimesOut), params=params)
+
+
+def limits() -> Call[list[LimitOut]]:
+    def parse(answer: bytes) -> list[LimitOut]:
+        return _model(LimitsOut)(answer).limits
+
+    return Call("GET", "/api/limits", parse)
+
+
+def get_limit(scope: str, name: str) -> Call[LimitOut]:
+    return Call("GET", _limit_path(scope, name), _model(LimitOut))
+
+
+def set_limit(scope: str, name: str, rate: str | None, concurrency: int | None) -> Call[LimitOut]:
+    body = {"rate": rate, "concurrency": concurrency}
+    return Call("PUT", _limit_path(scope, name), _model(LimitOut), json=body)
+
+
+def delete_limit(scope: str, name: str) -> Call[None]:
+    return Call("DELETE", _limit_path(scope, name), lambda _: None)
+
+
+def _limit_path(scope: str, name: str) -> str:
+    if not name:
+        raise InvalidRequest("name", "a limit's name must not be empty")
+    return f"/api/limits/{quote(scope, safe='')}/{quote(name, safe='')}"
 
 
 def list_workflows(limit: int, next_token: str | None) -> Call[WorkflowPage]:

@@ -22,6 +22,7 @@ from tickwheel.wire.answers import (
     HealthOut,
     HistoryPage,
     LeaseOut,
+    LimitOut,
     NodesOut,
     QueuesOut,
     RedriveOut,
@@ -204,6 +205,25 @@ class Client(ClientBase):
     ) -> FireTimesOut:
         """When a cron expression would fire in `timezone`, before submitting it."""
         return self._send(calls.cron_fire_times(cron_expression, timezone, count))
+
+    def limits(self) -> list[LimitOut]:
+        """Every rate and concurrency limit, with its use now."""
+        return self._send(calls.limits())
+
+    def get_limit(self, scope: str, name: str) -> LimitOut:
+        """One limit (`scope`: task_type, queue or key), with its use now."""
+        return self._send(calls.get_limit(scope, name))
+
+    def set_limit(
+        self, scope: str, name: str, *, rate: str | None = None, concurrency: int | None = None
+    ) -> LimitOut:
+        """Set the limit of a task type, queue or limit key: at most `rate` starts
+        ("100/s", "10/m", "20/10s") and at most `concurrency` running, cluster-wide."""
+        return self._send(calls.set_limit(scope, name, rate, concurrency))
+
+    def delete_limit(self, scope: str, name: str) -> None:
+        """Remove a limit: the tasks it held back go at once."""
+        self._send(calls.delete_limit(scope, name))
 
     def nodes(self) -> NodesOut:
         """The scheduler nodes alive with their partitions, and the workers alive."""

@@ -278,6 +278,23 @@ class FireTimesOut(Answer, frozen=True):
     status: str | None = None  # the schedule's: a paused one fires nothing
 
 
+class LimitOut(Answer, frozen=True):
+    """A rate or concurrency limit with its use (see the API's `LimitOut`)."""
+
+    scope: str
+    name: str
+    rate: str | None
+    concurrency: int | None
+    started_in_window: int
+    running: int
+    held: int
+    updated_at: datetime
+
+
+class LimitsOut(Answer, frozen=True):
+    limits: list[LimitOut]
+
+
 class WorkflowSummaryOut(Answer, frozen=True):
     workflow_id: str
     name: str
