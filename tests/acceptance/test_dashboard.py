@@ -140,6 +140,32 @@ def test_a_task_that_could_not_start_in_time_shows_expired_live(
     expect(page.locator("tr[data-task-id]").first).to_have_attribute("data-task-id", doomed)
 
 
+def test_the_limits_page_shows_use_and_the_tasks_a_limit_holds(
+    page: Page, tickwheel: Tickwheel
+) -> None:
+    limit = httpx.put(f"{tickwheel.url}/api/limits/key/slow-api", json={"rate": "1/m"}, timeout=10)
+    assert limit.status_code == 200, limit.text
+    ids = [submit(tickwheel, limit_key="slow-api") for _ in range(4)]
+    page.goto("/#/limits")
+    row = page.locator("tr[data-limit='key:slow-api']")
+    expect(row).to_contain_text("1/m")
+    expect(row.locator("td[data-held]")).to_have_text("3")
+    row.get_by_role("link", name="3").click()
+    rows = page.locator("tr[data-task-id]")
+    expect(rows).to_have_count(3)
+    held = rows.first.get_attribute("data-task-id")
+    assert held in ids
+    rows.first.click()
+    mark_loaded(page)
+    expect(page.locator("dl.fields .status").first).to_have_text("ready")
+    expect(page.locator("#waiting-on li[data-reason=limit]")).to_contain_text("slow-api")
+    expect(page.locator("dl.fields").first).to_contain_text("limit key")
+    # Removing the limit lets what it held go: the page follows, never reloaded.
+    assert httpx.delete(f"{tickwheel.url}/api/limits/key/slow-api", timeout=10).status_code == 204
+    expect(page.locator("dl.fields .status").first).to_have_text("succeeded")
+    assert_not_reloaded(page)
+
+
 def test_the_task_list_filters_and_finds_by_id(page: Page, tickwheel: Tickwheel) -> None:
     later = [submit(tickwheel, schedule=in_seconds(3600)) for _ in range(3)]
     page.goto("/#/tasks?status=pending")

@@ -209,6 +209,15 @@ async def list_tasks(
             description="An exact task id or idempotency key",
         ),
     ] = None,
+    held_by: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=256,
+            pattern=r"^[^\x00]+$",
+            description="The ready tasks a limit holds back, as scope:name (`GET /api/limits`)",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     next_token: Annotated[str | None, Query(max_length=64)] = None,
 ) -> TaskPage:
@@ -223,6 +232,7 @@ async def list_tasks(
         created_after_ms=to_ms(created_after) if created_after else None,
         created_before_ms=to_ms(created_before) if created_before else None,
         q=q,
+        held_by=held_by,
     )
     found, cursor = await node_of(request).service.list_tasks(
         where, before_seq=decode_token(next_token), limit=limit

@@ -38,6 +38,8 @@ def task_clauses(
         clauses.append(f"created_at >= {bind(where.created_after_ms)}")
     if where.created_before_ms is not None:
         clauses.append(f"created_at < {bind(where.created_before_ms)}")
+    if where.held_by is not None:
+        clauses.append(f"held_by = {bind(where.held_by)} AND status = 'pending'")
     if where.q is not None:
         # Two index lookups, not an OR that the planner may read as a scan of every seq.
         task_id, key = bind(where.q), bind(where.q)

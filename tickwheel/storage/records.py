@@ -22,6 +22,7 @@ class TaskFilter:
     created_before_ms: int | None = None  # created before
     # An exact task id or idempotency key: the tasks it names.
     q: str | None = None
+    held_by: str | None = None  # the ready tasks this limit holds back (scope:name)
 
 
 class Page(NamedTuple):

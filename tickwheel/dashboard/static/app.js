@@ -10,6 +10,7 @@ const ROUTES = [
   [/^#\/schedules$/, "schedules", views.schedules],
   [/^#\/workflows$/, "workflows", views.workflows],
   [/^#\/workflow\/([\w.-]+)$/, "workflows", views.workflow],
+  [/^#\/limits$/, "limits", views.limits],
   [/^#\/nodes$/, "nodes", views.nodes],
   [/^#\/dead$/, "dead", views.dead],
 ];

@@ -135,6 +135,7 @@ export function task(root, params, id) {
           ["created", when(t.created_at)], ["triggered", when(t.triggered_at)],
           ["started", when(t.started_at)], ["completed", when(t.completed_at)],
           ["lease until", when(t.lease_expires_at)], ["expires", t.expires_at ? when(t.expires_at) : undefined],
+          ["limit key", t.limit_key ?? undefined],
           ["idempotency key", t.idempotency_key],
           ["ordering key", t.ordering_key], ["last error", t.last_error],
         ])),
@@ -191,6 +192,8 @@ function waitingOn(waits) {
       case "no_worker":
       case "no_scheduler":
         return [w.message, " (", h("a", { href: "#/nodes" }, "nodes"), ")"];
+      case "limit":
+        return [w.message, " (", h("a", { href: "#/limits" }, "limits"), ")"];
       default:
         return w.message;
     }
@@ -249,6 +252,25 @@ export function workflow(root, params, id) {
           try { await api(`/api/workflows/${encodeURIComponent(id)}`, { method: "DELETE" }); } catch (error) { showError(error); }
         } }, "Cancel workflow") : ""),
       h("div", { class: "graph" }, workflowGraph(w.tasks, (t) => go(`#/task/${t.task_id}`))));
+  };
+}
+
+export function limits(root) {
+  const body = h("div", {});
+  root.append(h("h1", {}, "Rate and concurrency limits"), body);
+  return async () => {
+    const found = await api("/api/limits");
+    const held = (l) => {
+      const id = `${l.scope}:${l.name}`;
+      return l.held ? h("a", { href: `#/tasks?held_by=${encodeURIComponent(id)}` }, l.held.toLocaleString()) : "0";
+    };
+    body.replaceChildren(
+      table(["scope", "name", "rate", "started in window", "concurrency", "running", "held back"], found.limits.map((l) =>
+        h("tr", { dataset: { limit: `${l.scope}:${l.name}` } }, h("td", {}, l.scope), h("td", {}, h("code", {}, l.name)),
+          h("td", {}, l.rate ?? "–"), h("td", { class: "num" }, l.rate ? l.started_in_window.toLocaleString() : "–"),
+          h("td", { class: "num" }, l.concurrency ?? "–"), h("td", { class: "num" }, l.running.toLocaleString()),
+          h("td", { class: "num", dataset: { held: l.held } }, held(l))))),
+      found.limits.length ? "" : h("p", { class: "muted" }, "No limits. Set one with PUT /api/limits/{scope}/{name} or tickwheel limits set."));
   };
 }
 
