@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,19 +21,21 @@ def slow_tasks(target: Target) -> None:
     target.delays[TargetRuns.PATH] = TASK_SECONDS
 
 
-def busiest_worker(running: Running) -> str:
-    """The worker holding the most running tasks, waited for (a few seconds at most)."""
+def busiest_worker(running: Running, ledger: Ledger) -> str:
+    """The worker running the most tasks whose handler has started (not only claimed
+    ahead, waiting for a slot), waited for (a few seconds at most)."""
     found: list[str] = []
 
     def holding() -> bool:
+        started = set(ledger.starts())
         rows = running.cluster.query(
-            "SELECT worker_id, count(*) FROM tasks WHERE status = 'running'"
-            " GROUP BY worker_id ORDER BY count(*) DESC LIMIT 1"
+            "SELECT worker_id, task_id FROM tasks WHERE status = 'running'"
         )
-        found[:] = [str(r[0]) for r in rows]
+        mid_run = Counter(str(r[0]) for r in rows if r[1] in started)
+        found[:] = [worker for worker, _ in mid_run.most_common(1)]
         return bool(found)
 
-    assert wait_for(holding, timeout=5, interval=0.05), "no worker held a running task"
+    assert wait_for(holding, timeout=5, interval=0.05), "no worker held a task mid-run"
     return found[0]
 
 
@@ -41,7 +44,7 @@ def test_kill_9_of_a_worker_mid_task(tmp_path: Path, ledger: Ledger) -> None:
         running = Running(cluster, schedulers=2, workers=2)
 
         def fault() -> None:
-            victim = busiest_worker(running)
+            victim = busiest_worker(running, ledger)
             running.by_name[victim].kill()
             running.start("worker", f"{victim}-again")
 
@@ -83,7 +86,7 @@ def test_sigstop_past_the_lease_then_sigcont(tmp_path: Path, ledger: Ledger, rol
         running = Running(cluster, schedulers=2, workers=2)
 
         def fault() -> None:
-            name = busiest_worker(running) if role == "worker" else "scheduler-0"
+            name = busiest_worker(running, ledger) if role == "worker" else "scheduler-0"
             paused = running.by_name[name]
             paused.signal(signal.SIGSTOP)
             time.sleep(6)  # past its 2 s task leases and 3 s partition leases
