@@ -127,7 +127,11 @@ def cluster(tmp_path: Path, records: Records) -> Iterator[Cluster]:
 def test_three_workers_hold_a_rate_and_a_concurrency_limit_for_30_seconds(
     cluster: Cluster, records: Records
 ) -> None:
-    http = cluster.client()
+    with cluster.client() as http:
+        _hold_both_limits(cluster, http, records)
+
+
+def _hold_both_limits(cluster: Cluster, http: httpx.Client, records: Records) -> None:
     put_limit(http, "key", "partner-api", rate="50/s")
     put_limit(http, "key", "tenant-7", concurrency=20)
     for n in range(3):
@@ -164,8 +168,8 @@ def test_a_killed_workers_slots_come_back_after_its_leases_not_before(
         env = {**env_of(tmp_path, records), "TICKWHEEL_LEASE_SECONDS": "2"}
         server = Tickwheel(tmp_path / "t.db", app="limited:app", extra_env=env).start()
         try:
-            http = httpx.Client(base_url=server.url, timeout=30)
-            _kill_while_holding(http, records, kill=server.kill, again=server.start)
+            with httpx.Client(base_url=server.url, timeout=30) as http:
+                _kill_while_holding(http, records, kill=server.kill, again=server.start)
         finally:
             server.stop()
         return
@@ -177,7 +181,8 @@ def test_a_killed_workers_slots_come_back_after_its_leases_not_before(
         def replace_worker() -> None:
             cluster.start("worker", "worker-after", "--app", "limited:app")
 
-        _kill_while_holding(cluster.client(), records, kill=doomed.kill, again=replace_worker)
+        with cluster.client() as http:
+            _kill_while_holding(http, records, kill=doomed.kill, again=replace_worker)
 
 
 def _kill_while_holding(http: httpx.Client, records: Records, *, kill: Any, again: Any) -> None:
@@ -186,9 +191,10 @@ def _kill_while_holding(http: httpx.Client, records: Records, *, kill: Any, agai
     never more than three at once, and every one succeeds."""
     put_limit(http, "key", "tenant-9", concurrency=3)
     time.sleep(1.5)
-    ids = submit(http, "slotted", 6, limit_key="tenant-9", payload={"seconds": 60})
+    ids = submit(http, "slotted", 3, limit_key="tenant-9", payload={"seconds": 60})
     assert wait_for(lambda: len(records.starts("slotted-start")) == 3, timeout=20)
-    time.sleep(0.5)
+    ids += submit(http, "slotted", 3, limit_key="tenant-9", payload={"seconds": 0.1})
+    time.sleep(1)
     assert len(records.starts("slotted-start")) == 3  # the other three are held
     kill()
     killed_at = time.time()
