@@ -9,6 +9,7 @@ schedules to their tasks.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from importlib import resources
 
 TASK_COLUMNS = (
@@ -40,3 +41,17 @@ def load(package: str) -> dict[str, str]:
         .replace("{s.schedule_columns}", _QUALIFIED_SCHEDULE_COLUMNS)
         for name, sql in named.items()
     }
+
+
+def claim_variant(q: Callable[[str], str], *, skipping: bool, marking: bool) -> str:
+    """A store's claim statement (`claim`) with its optional parts: `claim_marking` ends
+    its SET (a limited claim's), `claim_skipping` ends its WHERE (while limits exist)."""
+    sql = q("claim")
+    if marking:
+        sql = sql.replace(
+            "triggered_at = c.triggered", f"triggered_at = c.triggered\n{q('claim_marking')}", 1
+        )
+    if skipping:
+        at = sql.index("RETURNING")
+        sql = f"{sql[:at]}{q('claim_skipping')}\n{sql[at:]}"
+    return sql

@@ -190,7 +190,11 @@ class Worker:
                 self._ahead.fetched(time.monotonic() - began)
             if self._tracing.enabled:
                 self._tracing.claimed(claimed, items)
-            self._claimed.extend(claimed)
+            # A task under a limit was counted when claimed: it starts before those
+            # claimed ahead of it, so that starts keep to the limit as claims did.
+            limited = [t for t in claimed if t.seq in found.limited]
+            self._claimed.extendleft(reversed(limited))
+            self._claimed.extend(t for t in claimed if t.seq not in found.limited)
             self._start_claimed()
         finally:
             self._reserved -= limit

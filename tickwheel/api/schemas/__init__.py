@@ -1,5 +1,5 @@
 """Request and response bodies of the HTTP API, validated at the edge: one module per
-router (`tasks`, `worker`, `workflows`, `ops`) beside what they share (`common`).
+router (`tasks`, `worker`, `workflows`, `ops`, `limits`) beside what they share (`common`).
 
 Every name is also here, for the OpenAPI document's builders and the tests that hold the
 client's answers (`tickwheel.wire.answers`) to the same fields.
@@ -17,6 +17,7 @@ from tickwheel.api.schemas.common import (
     StrictInt,
     refuse,
 )
+from tickwheel.api.schemas.limits import LimitIn, LimitOut, LimitsOut
 from tickwheel.api.schemas.ops import (
     FireTimeOut,
     FireTimesOut,
@@ -101,6 +102,9 @@ __all__ = [
     "InstanceOut",
     "IsoDatetime",
     "LeaseOut",
+    "LimitIn",
+    "LimitOut",
+    "LimitsOut",
     "NodesOut",
     "PartitionLeaseOut",
     "PredecessorOut",

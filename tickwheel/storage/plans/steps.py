@@ -407,8 +407,9 @@ class Claim(Step):
     keyed: bool
     # Tasks of these limits are left to the limited claim (`plans.limits`)...
     skip: Skipped = Skipped()
-    # ...which claims the tasks its concurrency limits admitted with this set.
-    holds_slot: bool = False
+    # ...whose claims clear `held_by` and set `holds_slot` (True: admitted by a
+    # concurrency limit); None: a plain claim, which writes neither.
+    holds_slot: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

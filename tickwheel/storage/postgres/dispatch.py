@@ -112,8 +112,9 @@ class PostgresDispatch(PostgresBase):
         if len(found) < len(items):  # cancelled meanwhile, behind a key, or limited
             rest = replace(plain, items=propagation.unclaimed(items, found), skip=Skipped())
             if skip:
-                plan = limits.claim_limited(rest, start_now)
-                taken = await self._transaction(lambda db: run(db, plan))
+                taken = await self._transaction(
+                    lambda db: run(db, limits.claim_limited(rest, start_now))
+                )
                 found += taken.rows
                 deferred = taken.deferred
                 limited = frozenset(r["seq"] for r in taken.rows)

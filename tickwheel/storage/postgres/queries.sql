@@ -182,22 +182,29 @@ WHERE mark > $2 AND status = 'pending' AND due_time <= $3 AND partition = ANY($1
 
 -- name: claim
 -- Due by the stamp of the release, not by the claimer's clock (see the SQLite store).
+-- While limits exist, `claim_skipping` is added, and to the limited claim's,
+-- `claim_marking` (see `claim_statement`).
 UPDATE tasks
--- Tasks of a limit ($7-$9: the task types, queues and keys that have one) are left to
--- the limited claim, which claims those it admits ($10: under a concurrency limit).
 SET status = 'running', version = version + 1, attempts = attempts + 1,
-    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered,
-    held_by = NULL, holds_slot = $10
+    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered
 FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'pending'
   AND tasks.due_time <= c.triggered
   AND ($6 OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > $3)
-  AND NOT (tasks.task_type = ANY($7::text[]) OR tasks.queue = ANY($8::text[])
-           OR (tasks.limit_key IS NOT NULL AND tasks.limit_key = ANY($9::text[])))
 RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
           queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
           traceparent;
+
+-- name: claim_skipping
+-- Tasks of a limit ($7-$9: the task types, queues and keys that have one) are left to
+-- the limited claim.
+  AND NOT (tasks.task_type = ANY($7::text[]) OR tasks.queue = ANY($8::text[])
+           OR (tasks.limit_key IS NOT NULL AND tasks.limit_key = ANY($9::text[])))
+
+-- name: claim_marking
+-- A limited claim's ($10: admitted by a concurrency limit), which skips nothing.
+, held_by = NULL, holds_slot = $10
 
 -- name: extend_leases
 UPDATE tasks SET lease_expires_at = $3

@@ -9,6 +9,7 @@ taken with locks: the marks' counter row (`LockMarks`) and per-key advisory lock
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -17,7 +18,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from tickwheel.models import Status
 from tickwheel.storage import rows as convert
-from tickwheel.storage.named_queries import load
+from tickwheel.storage.named_queries import claim_variant, load
 from tickwheel.storage.plans import steps
 from tickwheel.storage.plans.steps import KeyRef, Plan, T
 from tickwheel.storage.records import Fence, News
@@ -50,13 +51,26 @@ def count(status: str) -> int:
     return int(status.rsplit(" ", 1)[1])
 
 
-def claim_args(step: steps.Claim) -> tuple[Any, ...]:
+def claim_statement(step: steps.Claim) -> tuple[str, tuple[Any, ...]]:
+    """The claim and its arguments: skipping the tasks of limits only while limits exist
+    (a plain claim), or marking what it claims (a limited claim's, which skips nothing
+    but keeps the skipping's placeholders, as PostgreSQL needs every one typed)."""
     seqs, triggered = columns(step.items, 2)
+    args: tuple[Any, ...] = (seqs, triggered, step.now, step.lease_until, step.worker_id)
+    args += (step.keyed,)
+    marking = step.holds_slot is not None
+    if not step.skip and not marking:
+        return _claim_sql(False, False), args
     skip = step.skip
-    return (
-        *(seqs, triggered, step.now, step.lease_until, step.worker_id, step.keyed),
-        *(list(skip.task_types), list(skip.queues), list(skip.keys), step.holds_slot),
-    )
+    args += (list(skip.task_types), list(skip.queues), list(skip.keys))
+    if marking:
+        args += (step.holds_slot,)
+    return _claim_sql(True, marking), args
+
+
+@functools.cache
+def _claim_sql(skipping: bool, marking: bool) -> str:
+    return claim_variant(q, skipping=skipping, marking=marking)
 
 
 class PostgresSteps:
@@ -177,7 +191,8 @@ class PostgresSteps:
     # -- attempts
 
     async def claim(self, step: steps.Claim) -> list[asyncpg.Record]:
-        return list(await self.db.fetch(q("claim"), *claim_args(step)))
+        sql, args = claim_statement(step)
+        return list(await self.db.fetch(sql, *args))
 
     async def finish_rows(self, step: steps.FinishRows) -> list[asyncpg.Record]:
         return list(await self.db.fetch(q("finish"), *columns(step.rows, 8)))

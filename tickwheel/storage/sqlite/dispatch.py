@@ -16,7 +16,7 @@ from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.records import Claimed
 from tickwheel.storage.sqlite.base import SqliteBase
 from tickwheel.storage.sqlite.queries import NEVER, as_json, q
-from tickwheel.storage.sqlite.steps import claim_params, run
+from tickwheel.storage.sqlite.steps import claim_params, claim_statement, run
 
 
 class SqliteDispatch(SqliteBase):
@@ -81,10 +81,10 @@ class SqliteDispatch(SqliteBase):
     ) -> Claimed:
         skip = await self._limit_names.current()
         plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False, skip=skip)
-        params = claim_params(plain)
+        params, statement = claim_params(plain), claim_statement(plain)
 
         def work(db: sqlite3.Connection) -> tuple[list[Any], limits.Taken]:
-            rows = db.execute(q("claim"), params).fetchall()
+            rows = db.execute(statement, params).fetchall()
             if len(rows) == len(items):
                 return rows, limits.Taken()
             # Cancelled meanwhile, behind an ordering key, or of a limit.

@@ -176,24 +176,31 @@ WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
 -- item released before the task's current due time (it was retried since) is stale.
 -- Tasks with an ordering key are left to a second pass (:keyed) that admits only the
 -- task whose turn it is. A task past its expiry is never started: the expiry's scan
--- ends it. Tasks of a limit (:skip_*: the task types, queues and keys that have one)
--- are left to the limited claim, which claims those it admits (:holds_slot: under a
--- concurrency limit).
+-- ends it. While limits exist, `claim_skipping` is added, and to the limited claim's,
+-- `claim_marking` (see `claim_statement`).
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
-    started_at = :now, triggered_at = c.triggered, held_by = NULL, holds_slot = :holds_slot
+    started_at = :now, triggered_at = c.triggered
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
 WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= c.triggered
   AND (:keyed OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > :now)
+RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
+          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
+          traceparent;
+
+-- name: claim_marking
+-- A limited claim's: what it claims is no longer held, and may hold a slot.
+, held_by = NULL, holds_slot = :holds_slot
+
+-- name: claim_skipping
+-- Tasks of a limit (:skip_*: the task types, queues and keys that have one) are left to
+-- the limited claim.
   AND NOT (tasks.task_type IN (SELECT value FROM json_each(:skip_types))
            OR tasks.queue IN (SELECT value FROM json_each(:skip_queues))
            OR (tasks.limit_key IS NOT NULL
                AND tasks.limit_key IN (SELECT value FROM json_each(:skip_keys))))
-RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_expires_at,
-          queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds, expires_at,
-          traceparent;
 
 -- name: extend_leases
 UPDATE tasks
