@@ -6,7 +6,9 @@ never bind, and with a rate limit that binds (most tasks are judged and held bac
     .venv/bin/python -m bench.limits_claim --mode embedded --tasks 20000 --runs 3
 
 Prints the median of the runs per case; the cases are interleaved, run by run, so a
-noisy machine weighs on each alike.
+noisy machine weighs on each alike. `--plain`: only `Store.claim` with no limit, with
+nothing this program needs of limits imported, so that a copy of it measures a checkout
+from before limits existed the same way.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from bench.stores import Mode, fresh_settings
-from tickwheel.core.limits import Limit, Rate, Scope
 from tickwheel.ids import new_id
 from tickwheel.models import Finish, NewTask, Outcome, ScheduleType, Status
 from tickwheel.storage.base import Store
@@ -31,20 +33,25 @@ LEASE_MS = 30_000
 @dataclass(frozen=True)
 class Case:
     name: str
-    limits: tuple[Limit, ...]
+    limits: tuple[Any, ...]  # of `tickwheel.core.limits.Limit`
 
 
-CASES = (
-    Case("no limits", ()),
-    Case(
-        "declared, not binding",
-        (
-            Limit(Scope.TASK_TYPE, "bench", rate=Rate(1_000_000, 1000), concurrency=1_000_000),
-            Limit(Scope.KEY, "tenant", concurrency=1_000_000),
-        ),
-    ),
-    Case("binding (1,000/s)", (Limit(Scope.TASK_TYPE, "bench", rate=Rate(1000, 1000)),)),
-)
+def cases() -> tuple[Case, ...]:
+    from tickwheel.core.limits import Limit, Rate, Scope
+
+    declared = (
+        Limit(Scope.TASK_TYPE, "bench", rate=Rate(1_000_000, 1000), concurrency=1_000_000),
+        Limit(Scope.KEY, "tenant", concurrency=1_000_000),
+    )
+    binding = (Limit(Scope.TASK_TYPE, "bench", rate=Rate(1000, 1000)),)
+    return (
+        Case("no limits", ()),
+        Case("declared, not binding", declared),
+        Case("binding (1,000/s)", binding),
+    )
+
+
+PLAIN = Case("plain claim, no limits", ())
 
 
 async def one_run(mode: Mode, case: Case, tasks: int) -> tuple[float, int]:
@@ -55,17 +62,10 @@ async def one_run(mode: Mode, case: Case, tasks: int) -> tuple[float, int]:
             now = int(time.time() * 1000)
             for limit in case.limits:
                 await store.put_limit(limit, now)
+            keyed: dict[str, Any] = {} if case is PLAIN else {"limit_key": "tenant"}
+            kind = ScheduleType.IMMEDIATE
             new = [
-                NewTask(
-                    new_id(),
-                    n % 16,
-                    "bench",
-                    {},
-                    ScheduleType.IMMEDIATE,
-                    now,
-                    now,
-                    limit_key="tenant",
-                )
+                NewTask(new_id(), n % 16, "bench", {}, kind, now, now, **keyed)
                 for n in range(tasks)
             ]
             seqs: list[int] = []
@@ -75,20 +75,14 @@ async def one_run(mode: Mode, case: Case, tasks: int) -> tuple[float, int]:
             for first in range(0, tasks, BATCH):
                 items = [(s, now) for s in seqs[first : first + BATCH]]
                 began = time.perf_counter()
-                found = await store.claim_some(
-                    items,
-                    now_ms=int(time.time() * 1000),
-                    lease_ms=LEASE_MS,
-                    worker_id="bench",
-                    start_now=None,
-                )
+                found = await claim(store, items, plain=case is PLAIN)
                 spent += time.perf_counter() - began
-                claimed += len(found.tasks)
+                claimed += len(found)
                 ended = int(time.time() * 1000)
                 await store.finish(
                     [
                         Finish(t.seq, t.fence, Outcome.SUCCEEDED, Status.SUCCEEDED, ended)
-                        for t in found.tasks
+                        for t in found
                     ]
                 )
             return tasks / spent, claimed
@@ -96,21 +90,33 @@ async def one_run(mode: Mode, case: Case, tasks: int) -> tuple[float, int]:
             await store.close()
 
 
+async def claim(store: Store, items: list[tuple[int, int]], *, plain: bool) -> list[Any]:
+    now = int(time.time() * 1000)
+    if plain:
+        return await store.claim(items, now_ms=now, lease_ms=LEASE_MS, worker_id="bench")
+    found = await store.claim_some(
+        items, now_ms=now, lease_ms=LEASE_MS, worker_id="bench", start_now=None
+    )
+    return found.tasks
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.EMBEDDED)
     parser.add_argument("--tasks", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--plain", action="store_true", help="Store.claim, no limit only")
     args = parser.parse_args()
-    rates: dict[str, list[float]] = {c.name: [] for c in CASES}
+    chosen = (PLAIN,) if args.plain else cases()
+    rates: dict[str, list[float]] = {c.name: [] for c in chosen}
     claimed: dict[str, int] = {}
     for _ in range(args.runs):
-        for case in CASES:
+        for case in chosen:
             rate, claimed[case.name] = await one_run(args.mode, case, args.tasks)
             rates[case.name].append(rate)
-    base = statistics.median(rates[CASES[0].name])
+    base = statistics.median(rates[chosen[0].name])
     print(f"{args.mode}: {args.tasks:,} tasks, claims of {BATCH}, median of {args.runs} runs")
-    for case in CASES:
+    for case in chosen:
         median = statistics.median(rates[case.name])
         print(
             f"  {case.name:24} {median:10,.0f} judged/s  ({median / base:.2f}x)"

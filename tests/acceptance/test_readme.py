@@ -101,6 +101,16 @@ def test_the_expiry_example_runs_verbatim(tickwheel_factory: type) -> None:
     assert task["status"] == "pending" and expires - due == timedelta(seconds=30)
 
 
+def test_the_limits_example_runs_verbatim(tickwheel_factory: type) -> None:
+    tw: Tickwheel = tickwheel_factory.start()
+    out = run_shell(marked_blocks("limits", "sh"), tw)  # not a terminal: JSON
+    listed = json.loads(out[out.rindex("\n[") :])
+    assert [(x["scope"], x["name"], x["rate"], x["concurrency"]) for x in listed] == [
+        ("key", "acme", "10/m", None),
+        ("task_type", "send_email", "100/s", 20),
+    ]
+
+
 def test_workflow_examples_run_verbatim(tickwheel_factory: type) -> None:
     tw: Tickwheel = tickwheel_factory.start()
     out = run_shell(marked_blocks("workflows", "sh"), tw)
