@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tickwheel import App, TaskContext
+from tickwheel.config import Settings
+from tickwheel.core.limits import InvalidLimit
 from tickwheel.node import Node
 
 
@@ -140,3 +143,29 @@ async def test_a_rate_limit_spaces_starts_and_holds_the_rest_ready(
     for first in starts:  # no second, from any start, holds more than five
         assert sum(first <= s < first + 1.0 for s in starts) <= 5
     assert starts[-1] - starts[0] < 3.5  # the window frees starts as it slides
+
+
+async def test_a_task_types_declared_limits_are_set_when_its_worker_starts(
+    tmp_path: Path,
+) -> None:
+    app = App()
+
+    @app.task("mail", rate_limit="100/s", concurrency=20)
+    async def mail(ctx: TaskContext, payload: Any) -> None:
+        return None
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'declared.db'}")
+    async with Node(settings=settings, app=app) as node:
+        (use,) = await node.store.limits_in_use(node.clock.now_ms())
+    assert (use.limit.id, str(use.limit.rate), use.limit.concurrency) == (
+        "task_type:mail",
+        "100/s",
+        20,
+    )
+
+
+def test_a_bad_declared_limit_fails_at_import() -> None:
+    app = App()
+    with pytest.raises(InvalidLimit) as bad:
+        app.task("mail", rate_limit="lots")(lambda ctx, payload: None)
+    assert bad.value.field == "rate"
