@@ -33,7 +33,7 @@ class ResolverStore(TaskStore, LimitStore, Protocol):
 # process on the same store, say).
 IDLE_SECONDS = 1.0
 BATCH = 1000
-SWEEP_SECONDS = 5
+SWEEP_SECONDS = 1
 
 
 class DependencyResolver:

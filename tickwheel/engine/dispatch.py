@@ -18,6 +18,7 @@ from tickwheel.engine.trigger import TriggerEngine
 from tickwheel.ids import partition_of
 from tickwheel.metrics.recorder import Recorder
 from tickwheel.models import ClaimedTask, Finish, Outcome, Status, WheelEntry
+from tickwheel.outage import log_failure
 from tickwheel.queue.base import ReadyItem
 from tickwheel.storage.base import DispatchStore
 from tickwheel.storage.records import Claimed
@@ -66,7 +67,10 @@ class Dispatcher:
         claimed = found.tasks
         if found.deferred:
             deferred = set(found.deferred)
-            await self._trigger.put_back([i for i in items if i.seq in deferred])
+            try:
+                await self._trigger.put_back([i for i in items if i.seq in deferred])
+            except Exception as error:  # still pending: the reconciler releases them again
+                log_failure(log, error, "could not put %d deferred tasks back", len(deferred))
         self._metrics.started(claimed, now_ms)
         # In the order pulled (priority first, then release), not the store's row order;
         # those under a limit first, as they were admitted to start now.

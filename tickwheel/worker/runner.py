@@ -30,6 +30,7 @@ from tickwheel.outage import log_failure
 from tickwheel.periodic import Periodic
 from tickwheel.queue.base import ReadyItem, ReadyQueue
 from tickwheel.storage.base import WorkerBeat, WorkerStore
+from tickwheel.storage.records import Claimed
 from tickwheel.tracing import OFF, Tracing
 from tickwheel.waiting import wait_event
 from tickwheel.worker.ahead import ClaimAhead
@@ -95,6 +96,7 @@ class Worker:
         # Tasks under a limit were put back for want of a free slot: pulling ahead would
         # only put them back again, so the worker waits for a slot.
         self._limited_waiting = False
+        self._promised = 0  # free slots offered to claims in flight (`start_now`)
         self._room = asyncio.Event()  # a slot, or room to fetch, came free
         self._stopping = False
         self._revoked: set[int] = set()
@@ -173,15 +175,8 @@ class Worker:
             if self._stopping:
                 await self._hand_back(items)  # pulled but never claimed
                 return
-            # Tasks under a limit are claimed only to start at once: a start is counted
-            # against a rate when claimed.
-            free = max(0, self._concurrency - self._running - len(self._claimed))
-            try:
-                found = await self._dispatcher.claim(items, self.worker_id, start_now=free)
-            except Exception as error:
-                log_failure(log, error, "claiming %d tasks failed; back on the queue", len(items))
-                await self._hand_back(items)
-                await asyncio.sleep(self._poll)
+            found = await self._claim(items)
+            if found is None:
                 return
             claimed = found.tasks
             if found.deferred:  # they went back on the queue: claim ahead once a slot frees
@@ -198,6 +193,25 @@ class Worker:
             self._start_claimed()
         finally:
             self._reserved -= limit
+
+    async def _claim(self, items: list[ReadyItem]) -> Claimed | None:
+        """Claim pulled items; when that fails, they go back on the queue (None).
+
+        Tasks under a limit are claimed only to start at once (a start is counted
+        against a rate when claimed): at most the free slots, less those promised to
+        other claims in flight. The caller queues what was claimed before it next
+        awaits, so the promise holds until then."""
+        free = max(0, self._concurrency - self._running - len(self._claimed) - self._promised)
+        self._promised += free
+        try:
+            return await self._dispatcher.claim(items, self.worker_id, start_now=free)
+        except Exception as error:
+            log_failure(log, error, "claiming %d tasks failed; back on the queue", len(items))
+            await self._hand_back(items)
+            await asyncio.sleep(self._poll)
+            return None
+        finally:
+            self._promised -= free
 
     async def _pull(self, limit: int) -> list[ReadyItem]:
         pull = asyncio.ensure_future(

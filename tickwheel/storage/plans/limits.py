@@ -17,6 +17,7 @@ wakes: the order every other writer keeps.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,7 @@ from tickwheel.storage.plans.steps import (
     ReleaseHeld,
     RunningOf,
     SweepWakes,
+    Waited,
     WakeLater,
     WriteWindows,
     take_marks,
@@ -97,23 +99,30 @@ def read_states(ids: Sequence[str], now_ms: int) -> Plan[dict[str, LimitState]]:
     return states
 
 
+def since(claim: Claim, began: float) -> Claim:
+    """`claim` at its time plus what has passed since `began` (monotonic): a transaction
+    run again, or one that waited for the writer, counts from when it runs."""
+    return replace(claim, now=claim.now + int((time.monotonic() - began) * 1000))
+
+
 def claim_limited(claim: Claim, start_now: int | None) -> Plan[Taken]:
     """Claim the items a plain claim skipped, within the limits that apply to them;
     `start_now`: the most limited tasks the claimer can start at once (None: any)."""
     if not claim.items:
         return Taken()
-    latest = max(triggered for _, triggered in claim.items)
-    seqs = [seq for seq, _ in claim.items]
-    rows: list[Row] = yield LimitedCandidates(seqs, latest, claim.now)
+    rows: list[Row] = yield LimitedCandidates(claim.items, claim.now)
     if not rows:
         return Taken()
     ids = {r["seq"]: ids_of(r["task_type"], r["queue"], r["limit_key"]) for r in rows}
     states = yield from read_states([lid for each in ids.values() for lid in each], claim.now)
+    # Judged, and counted, at the time the limits' locks were had: a claim that waited
+    # for them must not count its starts as earlier than they can be.
+    now = claim.now + (yield Waited()) if states else claim.now
     limited = [r for r in rows if any(lid in states for lid in ids[r["seq"]])]
     admission = admit(
         (Candidate(r["seq"], r["priority"], r["due_time"], ids[r["seq"]]) for r in limited),
         states,
-        claim.now,
+        now,
         start_now=start_now,
     )
     free = {r["seq"] for r in rows} - {r["seq"] for r in limited} | set(admission.admitted)
@@ -122,8 +131,8 @@ def claim_limited(claim: Claim, start_now: int | None) -> Plan[Taken]:
     if admission.held:
         yield HoldTasks(sorted(admission.held.items()))
     taken = Counter(lid for r in claimed for lid in ids[r["seq"]] if lid in states)
-    yield from _spend(states, taken, claim.now)
-    yield from _wake_holding(states, taken, admission.held.values(), claim.now)
+    yield from _spend(states, taken, now)
+    yield from _wake_holding(states, taken, admission.held.values(), now)
     return Taken(claimed, admission.deferred)
 
 
@@ -177,9 +186,10 @@ def wake(now_ms: int, *, sweep: bool = False, limit: int = 100) -> Plan[int]:
     Returns how many tasks were let go."""
     if sweep:
         yield SweepWakes(now_ms)
-    due: list[str] = yield DueWakes(now_ms, limit)
-    if not due:
+    taken: list[tuple[int, str]] = yield DueWakes(now_ms, limit)
+    if not taken:
         return 0
+    due = sorted({lid for _, lid in taken})
     states = yield from read_states(due, now_ms)
     yield LockMarks()
     released, again = 0, []
@@ -199,7 +209,7 @@ def wake(now_ms: int, *, sweep: bool = False, limit: int = 100) -> Plan[int]:
             at = next_wake(state, now_ms)
             if at is not None and at > now_ms:
                 again.append((lid, at))
-    yield ForgetWakes(due, now_ms)
+    yield ForgetWakes([wake for wake, _ in taken])
     if again:
         yield WakeLater(again)
     return released

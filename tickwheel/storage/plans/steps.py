@@ -296,12 +296,17 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class LimitedCandidates(Step):
-    """Of `seqs`, the pending tasks due by `latest` and not expired at `now`.
+    """Of the (seq, triggered) `items`, the pending tasks due by their release's stamp
+    and not expired at `now`.
     -> rows (seq, task_type, queue, limit_key, priority, due_time, ordering_key)"""
 
-    seqs: list[int]
-    latest: int
+    items: Sequence[tuple[int, int]]
     now: int
+
+
+@dataclass(frozen=True, slots=True)
+class Waited(Step):
+    """How long this transaction has run so far (its lock waits included). -> int ms"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +359,8 @@ class WakeLater(Step):
 
 @dataclass(frozen=True, slots=True)
 class DueWakes(Step):
-    """Up to `limit` limit ids whose wake is due by `now`. -> list[str]"""
+    """Up to `limit` wakes due by `now` that no other resolver is taking (PostgreSQL:
+    locked). -> list[(wake id, limit id)]"""
 
     now: int
     limit: int
@@ -362,10 +368,9 @@ class DueWakes(Step):
 
 @dataclass(frozen=True, slots=True)
 class ForgetWakes(Step):
-    """-> None"""
+    """Delete the wakes taken (by id: one queued since is kept). -> None"""
 
-    ids: list[str]
-    now: int
+    ids: list[int]
 
 
 @dataclass(frozen=True, slots=True)

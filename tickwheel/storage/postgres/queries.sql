@@ -183,10 +183,11 @@ WHERE mark > $2 AND status = 'pending' AND due_time <= $3 AND partition = ANY($1
 -- name: claim
 -- Due by the stamp of the release, not by the claimer's clock (see the SQLite store).
 -- While limits exist, `claim_skipping` is added, and to the limited claim's,
--- `claim_marking` (see `claim_statement`).
+-- `claim_marking` (see `claim_statement`). A task claimed is no longer held by a limit.
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
-    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered
+    lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered,
+    held_by = NULL
 FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'pending'
   AND tasks.due_time <= c.triggered
@@ -204,7 +205,7 @@ RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_e
 
 -- name: claim_marking
 -- A limited claim's ($10: admitted by a concurrency limit), which skips nothing.
-, held_by = NULL, holds_slot = $10
+, holds_slot = $10
 
 -- name: extend_leases
 UPDATE tasks SET lease_expires_at = $3
@@ -594,8 +595,9 @@ ORDER BY w.worker_id;
 -- Limits (issue 17): see storage/plans/limits.py.
 
 -- name: limited_candidates
-SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key FROM tasks
-WHERE seq = ANY($1::bigint[]) AND status = 'pending' AND due_time <= $2
+SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key
+FROM tasks JOIN unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered) ON tasks.seq = c.cseq
+WHERE tasks.seq = ANY($1::bigint[]) AND status = 'pending' AND due_time <= c.triggered
   AND (expires_at IS NULL OR expires_at > $3);
 
 -- name: lock_limits
@@ -635,15 +637,15 @@ FROM unnest($1::text[], $2::text[]) AS w (lid, claims)
 WHERE limits.limit_id = w.lid;
 
 -- name: wake_later
-INSERT INTO limit_wakes (limit_id, not_before)
-SELECT * FROM unnest($1::text[], $2::bigint[])
-ON CONFLICT (limit_id) DO UPDATE SET not_before = least(limit_wakes.not_before, excluded.not_before);
+INSERT INTO limit_wakes (limit_id, not_before) SELECT * FROM unnest($1::text[], $2::bigint[]);
 
 -- name: due_wakes
-SELECT limit_id FROM limit_wakes WHERE not_before <= $1 ORDER BY limit_id LIMIT $2;
+-- Skipped while another resolver takes them: one wake lets a limit's tasks go once.
+SELECT id, limit_id FROM limit_wakes WHERE not_before <= $1 ORDER BY id LIMIT $2
+FOR UPDATE SKIP LOCKED;
 
 -- name: forget_wakes
-DELETE FROM limit_wakes WHERE limit_id = ANY($1::text[]) AND not_before <= $2;
+DELETE FROM limit_wakes WHERE id = ANY($1::bigint[]);
 
 -- name: held_of
 SELECT seq FROM tasks WHERE held_by = $1 AND status = 'pending'
@@ -658,7 +660,7 @@ WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = r.rseq AND tasks.status = 'p
 INSERT INTO limit_wakes (limit_id, not_before)
 SELECT l.limit_id, $1 FROM limits AS l
 WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending')
-ON CONFLICT (limit_id) DO NOTHING;
+  AND NOT EXISTS (SELECT 1 FROM limit_wakes AS w WHERE w.limit_id = l.limit_id);
 
 -- name: first_wake
 SELECT min(not_before) FROM limit_wakes;

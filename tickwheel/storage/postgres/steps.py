@@ -10,6 +10,7 @@ taken with locks: the marks' counter row (`LockMarks`) and per-key advisory lock
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -76,6 +77,7 @@ def _claim_sql(skipping: bool, marking: bool) -> str:
 class PostgresSteps:
     def __init__(self, db: Db) -> None:
         self.db = db
+        self.began = time.monotonic()
 
     # -- marks, seqs and task rows
 
@@ -242,8 +244,11 @@ class PostgresSteps:
     # -- limits
 
     async def limited_candidates(self, step: steps.LimitedCandidates) -> list[asyncpg.Record]:
-        args = (step.seqs, step.latest, step.now)
-        return list(await self.db.fetch(q("limited_candidates"), *args))
+        seqs, triggered = columns(step.items, 2)
+        return list(await self.db.fetch(q("limited_candidates"), seqs, triggered, step.now))
+
+    async def waited(self, _: steps.Waited) -> int:
+        return int((time.monotonic() - self.began) * 1000)
 
     async def lock_limits(self, step: steps.LockLimits) -> list[asyncpg.Record]:
         return list(await self.db.fetch(q("lock_limits"), step.ids))
@@ -265,11 +270,11 @@ class PostgresSteps:
     async def wake_later(self, step: steps.WakeLater) -> None:
         await self.db.execute(q("wake_later"), *columns(step.rows, 2))
 
-    async def due_wakes(self, step: steps.DueWakes) -> list[str]:
-        return [r[0] for r in await self.db.fetch(q("due_wakes"), step.now, step.limit)]
+    async def due_wakes(self, step: steps.DueWakes) -> list[tuple[int, str]]:
+        return [(r[0], r[1]) for r in await self.db.fetch(q("due_wakes"), step.now, step.limit)]
 
     async def forget_wakes(self, step: steps.ForgetWakes) -> None:
-        await self.db.execute(q("forget_wakes"), step.ids, step.now)
+        await self.db.execute(q("forget_wakes"), step.ids)
 
     async def held_of(self, step: steps.HeldOf) -> list[int]:
         return [r[0] for r in await self.db.fetch(q("held_of"), step.limit_id, step.count)]

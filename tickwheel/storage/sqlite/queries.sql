@@ -181,7 +181,7 @@ WHERE mark > :mark_after AND status = 'pending' AND due_time <= :due_until
 UPDATE tasks
 SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = :lease_until, worker_id = :worker_id,
-    started_at = :now, triggered_at = c.triggered
+    started_at = :now, triggered_at = c.triggered, held_by = NULL
 FROM (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
 WHERE tasks.seq = c.cseq AND +tasks.status = 'pending' AND tasks.due_time <= c.triggered
   AND (:keyed OR tasks.ordering_key IS NULL)
@@ -191,8 +191,8 @@ RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_e
           traceparent;
 
 -- name: claim_marking
--- A limited claim's: what it claims is no longer held, and may hold a slot.
-, held_by = NULL, holds_slot = :holds_slot
+-- A limited claim's: what it claims may hold a slot.
+, holds_slot = :holds_slot
 
 -- name: claim_skipping
 -- Tasks of a limit (:skip_*: the task types, queues and keys that have one) are left to
@@ -592,9 +592,11 @@ WHERE workflow_id IN (SELECT value FROM json_each(?))
 -- Limits (issue 17): see storage/plans/limits.py.
 
 -- name: limited_candidates
-SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key FROM tasks
-WHERE seq IN (SELECT value FROM json_each(:seqs)) AND status = 'pending'
-  AND due_time <= :latest AND (expires_at IS NULL OR expires_at > :now);
+SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key
+FROM tasks JOIN (SELECT value ->> 0 AS cseq, value ->> 1 AS triggered FROM json_each(:claims)) AS c
+  ON tasks.seq = c.cseq
+WHERE +tasks.status = 'pending' AND tasks.due_time <= c.triggered
+  AND (tasks.expires_at IS NULL OR tasks.expires_at > :now);
 
 -- name: lock_limits
 SELECT limit_id, scope, name, rate_count, rate_period_ms, concurrency, recent_claims
@@ -632,15 +634,13 @@ WHERE limits.limit_id = w.value ->> 0;
 
 -- name: wake_later
 INSERT INTO limit_wakes (limit_id, not_before)
-SELECT value ->> 0, value ->> 1 FROM json_each(:rows) WHERE true
-ON CONFLICT (limit_id) DO UPDATE SET not_before = min(not_before, excluded.not_before);
+SELECT value ->> 0, value ->> 1 FROM json_each(:rows);
 
 -- name: due_wakes
-SELECT limit_id FROM limit_wakes WHERE not_before <= :now ORDER BY limit_id LIMIT :limit;
+SELECT id, limit_id FROM limit_wakes WHERE not_before <= :now ORDER BY id LIMIT :limit;
 
 -- name: forget_wakes
-DELETE FROM limit_wakes
-WHERE limit_id IN (SELECT value FROM json_each(:ids)) AND not_before <= :now;
+DELETE FROM limit_wakes WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: held_of
 SELECT seq FROM tasks INDEXED BY tasks_held
@@ -656,7 +656,7 @@ WHERE tasks.seq = r.value ->> 0 AND +tasks.status = 'pending';
 INSERT INTO limit_wakes (limit_id, not_before)
 SELECT l.limit_id, :now FROM limits AS l
 WHERE EXISTS (SELECT 1 FROM tasks WHERE held_by = l.limit_id AND status = 'pending')
-ON CONFLICT (limit_id) DO NOTHING;
+  AND NOT EXISTS (SELECT 1 FROM limit_wakes AS w WHERE w.limit_id = l.limit_id);
 
 -- name: first_wake
 SELECT min(not_before) FROM limit_wakes;

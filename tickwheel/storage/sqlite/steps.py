@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+import time
 from typing import Any
 
 from tickwheel.models import Status
@@ -56,6 +57,7 @@ def claim_params(step: steps.Claim) -> dict[str, Any]:
 class SqliteSteps:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self.began = time.monotonic()
 
     def _rows(self, name: str, params: Any = ()) -> list[Any]:
         return self.db.execute(q(name), params).fetchall()
@@ -235,8 +237,11 @@ class SqliteSteps:
     # -- limits
 
     def limited_candidates(self, step: steps.LimitedCandidates) -> list[Any]:
-        params = {"seqs": as_json(step.seqs), "latest": step.latest, "now": step.now}
+        params = {"claims": as_json(step.items), "now": step.now}
         return self._rows("limited_candidates", params)
+
+    def waited(self, _: steps.Waited) -> int:
+        return int((time.monotonic() - self.began) * 1000)
 
     def lock_limits(self, step: steps.LockLimits) -> list[Any]:
         """One writer at a time: reading is locking."""
@@ -263,11 +268,12 @@ class SqliteSteps:
     def wake_later(self, step: steps.WakeLater) -> None:
         self.db.execute(q("wake_later"), {"rows": as_json(step.rows)})
 
-    def due_wakes(self, step: steps.DueWakes) -> list[str]:
-        return [r[0] for r in self._rows("due_wakes", {"now": step.now, "limit": step.limit})]
+    def due_wakes(self, step: steps.DueWakes) -> list[tuple[int, str]]:
+        params = {"now": step.now, "limit": step.limit}
+        return [(r[0], r[1]) for r in self._rows("due_wakes", params)]
 
     def forget_wakes(self, step: steps.ForgetWakes) -> None:
-        self.db.execute(q("forget_wakes"), {"ids": as_json(step.ids), "now": step.now})
+        self.db.execute(q("forget_wakes"), {"ids": as_json(step.ids)})
 
     def held_of(self, step: steps.HeldOf) -> list[int]:
         params = {"limit_id": step.limit_id, "count": step.count}

@@ -16,10 +16,14 @@ CREATE TABLE limits (
     updated_at      bigint NOT NULL
 );
 
+-- An outbox, written only by inserts (no row is updated, so no writer waits on
+-- another's); a wake taken deletes the rows it read, never one written since.
 CREATE TABLE limit_wakes (
-    limit_id    text PRIMARY KEY,
+    id          bigserial PRIMARY KEY,
+    limit_id    text NOT NULL,
     not_before  bigint NOT NULL
 );
+CREATE INDEX limit_wakes_due ON limit_wakes (not_before);
 
 ALTER TABLE tasks ADD COLUMN limit_key text;
 ALTER TABLE tasks ADD COLUMN held_by text;
@@ -39,9 +43,7 @@ BEGIN
     FROM limits AS l
     WHERE l.concurrency IS NOT NULL
       AND l.limit_id IN ('task_type:' || NEW.task_type, 'queue:' || NEW.queue,
-                         'key:' || NEW.limit_key)
-    ON CONFLICT (limit_id)
-    DO UPDATE SET not_before = least(limit_wakes.not_before, excluded.not_before);
+                         'key:' || NEW.limit_key);
     PERFORM pg_notify('tickwheel_ended', '');
     RETURN NULL;
 END;

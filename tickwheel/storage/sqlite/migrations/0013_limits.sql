@@ -16,10 +16,13 @@ CREATE TABLE limits (
     updated_at      INTEGER NOT NULL
 ) WITHOUT ROWID;
 
+-- An outbox, written only by inserts; a wake taken deletes the rows it read.
 CREATE TABLE limit_wakes (
-    limit_id    TEXT PRIMARY KEY,
+    id          INTEGER PRIMARY KEY,
+    limit_id    TEXT NOT NULL,
     not_before  INTEGER NOT NULL
-) WITHOUT ROWID;
+);
+CREATE INDEX limit_wakes_due ON limit_wakes (not_before);
 
 ALTER TABLE tasks ADD COLUMN limit_key TEXT;
 ALTER TABLE tasks ADD COLUMN held_by TEXT;
@@ -40,6 +43,5 @@ BEGIN
     FROM limits AS l
     WHERE l.concurrency IS NOT NULL
       AND l.limit_id IN ('task_type:' || NEW.task_type, 'queue:' || NEW.queue,
-                         'key:' || NEW.limit_key)
-    ON CONFLICT (limit_id) DO UPDATE SET not_before = min(not_before, excluded.not_before);
+                         'key:' || NEW.limit_key);
 END;
