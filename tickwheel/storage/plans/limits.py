@@ -17,7 +17,6 @@ wakes: the order every other writer keeps.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,8 +47,8 @@ from tickwheel.storage.plans.steps import (
     Plan,
     ReleaseHeld,
     RunningOf,
+    StoreNow,
     SweepWakes,
-    Waited,
     WakeLater,
     WriteWindows,
     take_marks,
@@ -99,12 +98,6 @@ def read_states(ids: Sequence[str], now_ms: int) -> Plan[dict[str, LimitState]]:
     return states
 
 
-def since(claim: Claim, began: float) -> Claim:
-    """`claim` at its time plus what has passed since `began` (monotonic): a transaction
-    run again, or one that waited for the writer, counts from when it runs."""
-    return replace(claim, now=claim.now + int((time.monotonic() - began) * 1000))
-
-
 def claim_limited(claim: Claim, start_now: int | None) -> Plan[Taken]:
     """Claim the items a plain claim skipped, within the limits that apply to them;
     `start_now`: the most limited tasks the claimer can start at once (None: any)."""
@@ -115,9 +108,10 @@ def claim_limited(claim: Claim, start_now: int | None) -> Plan[Taken]:
         return Taken()
     ids = {r["seq"]: ids_of(r["task_type"], r["queue"], r["limit_key"]) for r in rows}
     states = yield from read_states([lid for each in ids.values() for lid in each], claim.now)
-    # Judged, and counted, at the time the limits' locks were had: a claim that waited
-    # for them must not count its starts as earlier than they can be.
-    now = claim.now + (yield Waited()) if states else claim.now
+    # Judged, and counted, by the store's clock once the limits' locks are had: one clock
+    # for every claimer (theirs may differ by a round trip), and a claim that waited for
+    # the locks never dates its starts early.
+    now = (yield StoreNow()) if states else claim.now
     limited = [r for r in rows if any(lid in states for lid in ids[r["seq"]])]
     admission = admit(
         (Candidate(r["seq"], r["priority"], r["due_time"], ids[r["seq"]]) for r in limited),
@@ -191,6 +185,8 @@ def wake(now_ms: int, *, sweep: bool = False, limit: int = 100) -> Plan[int]:
         return 0
     due = sorted({lid for _, lid in taken})
     states = yield from read_states(due, now_ms)
+    if any(s.limit.rate for s in states.values()):  # windows are in the store's time
+        now_ms = yield StoreNow()
     yield LockMarks()
     released, again = 0, []
     for lid in due:

@@ -305,8 +305,9 @@ class LimitedCandidates(Step):
 
 
 @dataclass(frozen=True, slots=True)
-class Waited(Step):
-    """How long this transaction has run so far (its lock waits included). -> int ms"""
+class StoreNow(Step):
+    """The store's clock now (PostgreSQL's, every node's one clock; SQLite's host's): the
+    time of rate windows, whoever claims. -> int ms"""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -16,7 +15,6 @@ from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import News
 from tickwheel.storage.plans import attempts, limits, propagation
-from tickwheel.storage.plans.limits import since
 from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.postgres.base import NEVER, PostgresBase
 from tickwheel.storage.postgres.steps import PostgresSteps, columns, run
@@ -114,9 +112,8 @@ class PostgresDispatch(PostgresBase):
         if len(found) < len(items):  # cancelled meanwhile, behind a key, or limited
             rest = replace(plain, items=propagation.unclaimed(items, found), skip=Skipped())
             if skip:
-                began = time.monotonic()
                 taken = await self._transaction(
-                    lambda db: run(db, limits.claim_limited(since(rest, began), start_now))
+                    lambda db: run(db, limits.claim_limited(rest, start_now))
                 )
                 found += taken.rows
                 deferred = taken.deferred

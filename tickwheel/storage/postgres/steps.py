@@ -10,7 +10,6 @@ taken with locks: the marks' counter row (`LockMarks`) and per-key advisory lock
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -77,7 +76,6 @@ def _claim_sql(skipping: bool, marking: bool) -> str:
 class PostgresSteps:
     def __init__(self, db: Db) -> None:
         self.db = db
-        self.began = time.monotonic()
 
     # -- marks, seqs and task rows
 
@@ -247,8 +245,9 @@ class PostgresSteps:
         seqs, triggered = columns(step.items, 2)
         return list(await self.db.fetch(q("limited_candidates"), seqs, triggered, step.now))
 
-    async def waited(self, _: steps.Waited) -> int:
-        return int((time.monotonic() - self.began) * 1000)
+    async def store_now(self, _: steps.StoreNow) -> int:
+        now: int = await self.db.fetchval(q("now_ms"))
+        return now
 
     async def lock_limits(self, step: steps.LockLimits) -> list[asyncpg.Record]:
         return list(await self.db.fetch(q("lock_limits"), step.ids))

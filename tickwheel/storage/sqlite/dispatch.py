@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,7 +12,6 @@ from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import News
 from tickwheel.storage.plans import attempts, limits, propagation
-from tickwheel.storage.plans.limits import since
 from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.records import Claimed
 from tickwheel.storage.sqlite.base import SqliteBase
@@ -84,7 +82,6 @@ class SqliteDispatch(SqliteBase):
         skip = await self._limit_names.current()
         plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False, skip=skip)
         params, statement = claim_params(plain), claim_statement(plain)
-        began = time.monotonic()
 
         def work(db: sqlite3.Connection) -> tuple[list[Any], limits.Taken]:
             rows = db.execute(statement, params).fetchall()
@@ -94,7 +91,7 @@ class SqliteDispatch(SqliteBase):
             rest = replace(plain, items=propagation.unclaimed(items, rows), skip=Skipped())
             if not skip:
                 return rows + run(db, propagation.claim_keyed(rest)), limits.Taken()
-            return rows, run(db, limits.claim_limited(since(rest, began), start_now))
+            return rows, run(db, limits.claim_limited(rest, start_now))
 
         rows, taken = await self._writer.transaction(work, acknowledged=False)
         return Claimed(
