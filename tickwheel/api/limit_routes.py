@@ -24,7 +24,7 @@ LIMIT_ERRORS: dict[int | str, dict[str, Any]] = {404: ERRORS[404], 422: ERRORS[4
 @router.put(
     "/api/limits/{scope}/{name:path}",
     response_model=LimitOut,
-    responses={422: ERRORS[422]},
+    responses={400: ERRORS[400], 422: ERRORS[422]},
     dependencies=needs(Scope.ADMIN),
 )
 async def put_limit(scope: LimitScope, name: NAME, body: LimitIn, request: Request) -> LimitOut:
