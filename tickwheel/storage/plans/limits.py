@@ -11,8 +11,10 @@ window frees a start, or when a task that held one of its slots leaves `running`
 trigger); the wake lets as many held tasks go as there is room for, in order, and the
 loader takes them to the ready queue like new tasks.
 
-Locks are taken limits first, then the marks' counter, then keys and task rows, then
-wakes: the order every other writer keeps.
+Locks are taken limits first, then the marks' counter, then keys and task rows: the
+order every other writer keeps. Wakes are an outbox only ever inserted into, and deleted
+by the one resolver that locked them (`SKIP LOCKED`), so no writer waits on a wake.
+Windows go by the store's clock, read once the limits' locks are had.
 """
 
 from __future__ import annotations
