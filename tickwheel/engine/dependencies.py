@@ -8,7 +8,8 @@ completion event"). Telling is idempotent, so telling twice is harmless.
 
 A dependent freed by its last predecessor, or a task whose turn on its ordering key
 came, becomes pending, due now, and the loader takes it to the wheel like any new
-task: the dispatch path does not change.
+task: the dispatch path does not change. Tasks a rate or concurrency limit held back
+are let go the same way, when a wake of their limit comes due (`plans.limits`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class ResolverStore(TaskStore, LimitStore, Protocol):
-    pass
+    """The news queued in the store: ends to tell, and limits to wake."""
 
 
 # Without a nudge, the resolver still looks this often (a task ended by another
@@ -77,8 +78,9 @@ class DependencyResolver:
                 return changed
 
     async def _wake_limits(self) -> int:
-        """Let go what limits hold, where they have room again. Every few seconds, every
-        limit holding tasks is looked at, in case a wake was missed."""
+        """Let go what limits hold, where they have room again (`plans.limits.wake`).
+        Every second, a limit holding tasks with no wake queued is given one, in case
+        a wake was missed."""
         now = self._clock.now_ms()
         sweep = now >= self._next_sweep_ms
         first = await self._store.first_wake_ms()
