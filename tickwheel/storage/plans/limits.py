@@ -44,6 +44,7 @@ from tickwheel.storage.plans.steps import (
     HeldOf,
     HoldTasks,
     LimitedCandidates,
+    ListLimits,
     LockLimits,
     LockMarks,
     Plan,
@@ -55,6 +56,7 @@ from tickwheel.storage.plans.steps import (
     WriteWindows,
     take_marks,
 )
+from tickwheel.storage.records import LimitUse
 from tickwheel.storage.rows import Row
 
 WAKE_BATCH = 1000  # held tasks one wake lets go at most, per limit
@@ -75,6 +77,24 @@ def limit_of(row: Row) -> Limit:
     if row["rate_count"] is not None:
         rate = Rate(row["rate_count"], row["rate_period_ms"])
     return Limit(Scope(row["scope"]), row["name"], rate, row["concurrency"])
+
+
+def in_use(now_ms: int, limit_id: str | None = None) -> Plan[list[LimitUse]]:
+    """Every limit (or the one named) with its use: a read, no lock taken."""
+    rows: list[Row] = yield ListLimits(limit_id)
+    if not rows:
+        return []
+    running: dict[str, tuple[int, int | None]] = yield RunningOf(
+        [r["limit_id"] for r in rows], now_ms
+    )
+    uses = []
+    for r in rows:
+        limit = limit_of(r)
+        window = Window.decode(r["recent_claims"])
+        started = 0 if limit.rate is None else window.used(now_ms, limit.rate)
+        count = running.get(r["limit_id"], (0, None))[0]
+        uses.append(LimitUse(limit, r["updated_at"], started, count, r["held"]))
+    return uses
 
 
 def read_states(ids: Sequence[str], now_ms: int) -> Plan[dict[str, LimitState]]:

@@ -338,6 +338,15 @@ class HeldHeads(Step):
 
 
 @dataclass(frozen=True, slots=True)
+class ListLimits(Step):
+    """Every limit (or the one of `limit_id`), by id, with how many tasks it holds.
+    -> rows (limit_id, scope, name, rate_count, rate_period_ms, concurrency,
+    recent_claims, updated_at, held)"""
+
+    limit_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class HoldTasks(Step):
     """Pending tasks (seq, limit id) held back by that limit. -> None"""
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import asyncpg
 
-from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
+from tickwheel.models import Finish, TaskRecord, WheelEntry
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import News
+from tickwheel.storage.claiming import UnboundedClaim
 from tickwheel.storage.plans import attempts, limits, propagation
 from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.postgres.base import NEVER, PostgresBase
@@ -23,7 +24,7 @@ from tickwheel.storage.records import Claimed
 log = logging.getLogger(__name__)
 
 
-class PostgresDispatch(PostgresBase):
+class PostgresDispatch(PostgresBase, UnboundedClaim):
     async def load_pending(
         self,
         partitions: Collection[int],
@@ -83,14 +84,6 @@ class PostgresDispatch(PostgresBase):
             self._relistening = None
 
         self._relistening = asyncio.get_running_loop().create_task(again())
-
-    async def claim(
-        self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
-    ) -> list[ClaimedTask]:
-        found = await self.claim_some(
-            items, now_ms=now_ms, lease_ms=lease_ms, worker_id=worker_id, start_now=None
-        )
-        return found.tasks
 
     async def claim_some(
         self,

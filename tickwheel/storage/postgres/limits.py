@@ -3,11 +3,10 @@ hold (the claim side is in `dispatch`)."""
 
 from __future__ import annotations
 
-from tickwheel.core.limits import Limit, Window
+from tickwheel.core.limits import Limit
 from tickwheel.storage.plans import limits as plans
-from tickwheel.storage.plans.steps import RunningOf
 from tickwheel.storage.postgres.base import PostgresBase
-from tickwheel.storage.postgres.steps import Db, PostgresSteps, q, run
+from tickwheel.storage.postgres.steps import Db, q, run
 from tickwheel.storage.records import LimitUse
 
 
@@ -38,22 +37,8 @@ class PostgresLimits(PostgresBase):
         return found
 
     async def limits_in_use(self, now_ms: int, limit_id: str | None = None) -> list[LimitUse]:
-        async def work(db: Db) -> list[LimitUse]:
-            rows = await db.fetch(q("limits_in_use"), limit_id)
-            ids = [r["limit_id"] for r in rows]
-            running = await PostgresSteps(db).running_of(RunningOf(ids, now_ms)) if ids else {}
-            uses = []
-            for r in rows:
-                limit = plans.limit_of(r)
-                window = Window.decode(r["recent_claims"])
-                started = 0 if limit.rate is None else window.used(now_ms, limit.rate)
-                lid = r["limit_id"]
-                uses.append(
-                    LimitUse(limit, r["updated_at"], started, running.get(lid, (0,))[0], r["held"])
-                )
-            return uses
-
-        return await self._transaction(work, atomic=False)
+        plan = plans.in_use
+        return await self._transaction(lambda db: run(db, plan(now_ms, limit_id)), atomic=False)
 
     async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
         return await self._transaction(lambda db: run(db, plans.wake(now_ms, sweep=sweep)))

@@ -260,6 +260,9 @@ class PostgresSteps:
         found = await self.db.fetch(q("held_heads"), step.ids)
         return {r[0]: (r[1], r[2], r[3]) for r in found}
 
+    async def list_limits(self, step: steps.ListLimits) -> list[asyncpg.Record]:
+        return list(await self.db.fetch(q("limits_in_use"), step.limit_id))
+
     async def hold_tasks(self, step: steps.HoldTasks) -> None:
         await self.db.execute(q("hold_tasks"), *columns(step.rows, 2))
 

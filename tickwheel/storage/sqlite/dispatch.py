@@ -8,9 +8,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tickwheel.models import ClaimedTask, Finish, TaskRecord, WheelEntry
+from tickwheel.models import Finish, TaskRecord, WheelEntry
 from tickwheel.storage import rows as convert
 from tickwheel.storage.base import News
+from tickwheel.storage.claiming import UnboundedClaim
 from tickwheel.storage.plans import attempts, limits, propagation
 from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.records import Claimed
@@ -19,7 +20,7 @@ from tickwheel.storage.sqlite.queries import NEVER, as_json, q
 from tickwheel.storage.sqlite.steps import claim_params, claim_statement, run
 
 
-class SqliteDispatch(SqliteBase):
+class SqliteDispatch(SqliteBase, UnboundedClaim):
     async def load_pending(
         self,
         partitions: Collection[int],
@@ -61,14 +62,6 @@ class SqliteDispatch(SqliteBase):
 
     async def subscribe(self, on_news: Callable[[News], None]) -> None:
         """One file, usually one process: a second process on it finds news by polling."""
-
-    async def claim(
-        self, items: Sequence[tuple[int, int]], *, now_ms: int, lease_ms: int, worker_id: str
-    ) -> list[ClaimedTask]:
-        found = await self.claim_some(
-            items, now_ms=now_ms, lease_ms=lease_ms, worker_id=worker_id, start_now=None
-        )
-        return found.tasks
 
     async def claim_some(
         self,

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 
-from tickwheel.core.limits import Limit, Window
+from tickwheel.core.limits import Limit
 from tickwheel.storage.plans import limits as plans
-from tickwheel.storage.plans.steps import RunningOf
 from tickwheel.storage.records import LimitUse
 from tickwheel.storage.sqlite.base import SqliteBase
 from tickwheel.storage.sqlite.queries import as_json, q
-from tickwheel.storage.sqlite.steps import SqliteSteps, run
+from tickwheel.storage.sqlite.steps import run
 
 
 class SqliteLimits(SqliteBase):
@@ -48,22 +47,7 @@ class SqliteLimits(SqliteBase):
         return found
 
     async def limits_in_use(self, now_ms: int, limit_id: str | None = None) -> list[LimitUse]:
-        def read(db: sqlite3.Connection) -> list[LimitUse]:
-            rows = db.execute(q("limits_in_use"), {"limit_id": limit_id}).fetchall()
-            ids = [r["limit_id"] for r in rows]
-            running = SqliteSteps(db).running_of(RunningOf(ids, now_ms)) if ids else {}
-            uses = []
-            for r in rows:
-                limit = plans.limit_of(r)
-                window = Window.decode(r["recent_claims"])
-                started = 0 if limit.rate is None else window.used(now_ms, limit.rate)
-                lid = r["limit_id"]
-                uses.append(
-                    LimitUse(limit, r["updated_at"], started, running.get(lid, (0,))[0], r["held"])
-                )
-            return uses
-
-        return await self._reader.run(read)
+        return await self._reader.run(lambda db: run(db, plans.in_use(now_ms, limit_id)))
 
     async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
         return await self._writer.transaction(

@@ -258,6 +258,9 @@ class SqliteSteps:
                 heads[lid] = (found[0], found[1], found[2])
         return heads
 
+    def list_limits(self, step: steps.ListLimits) -> list[Any]:
+        return self._rows("limits_in_use", {"limit_id": step.limit_id})
+
     def hold_tasks(self, step: steps.HoldTasks) -> None:
         self.db.execute(q("hold_tasks"), {"rows": as_json(step.rows)})
 
