@@ -234,7 +234,10 @@ class PostgresBase:
 
     async def _analyze_tasks(self) -> int:
         async def work(db: Db) -> int:
-            await db.execute("ANALYZE tasks")
+            # Only what the hot statements' plans read, from a small sample: a full
+            # ANALYZE of every column took a quarter of PostgreSQL's CPU in a burst.
+            await db.execute("SET LOCAL default_statistics_target = 10")
+            await db.execute("ANALYZE tasks (status, partition, due_time, mark)")
             return int(await db.fetchval(q("estimated_tasks")))
 
         return await self._transaction(work)

@@ -73,13 +73,13 @@ RETURNING d.task_seq, d.satisfied_count = d.total_predecessors;
 UPDATE tasks
 SET status = 'pending', version = version + 1, mark = u.mark, due_time = GREATEST(due_time, $3)
 FROM unnest($1::bigint[], $2::bigint[]) AS u (useq, mark)
-WHERE tasks.seq = u.useq AND tasks.status = 'blocked';
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = u.useq AND tasks.status = 'blocked';
 
 -- name: fail_upstream
 UPDATE tasks
 SET status = 'upstream_failed', version = version + 1, completed_at = $3, last_error = f.error
 FROM unnest($1::bigint[], $2::text[]) AS f (fseq, error)
-WHERE tasks.seq = f.fseq AND tasks.status = 'blocked';
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.status = 'blocked';
 
 -- name: forget_propagations
 DELETE FROM propagations WHERE seq = ANY($1::bigint[]);
@@ -210,7 +210,8 @@ RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_e
 -- name: extend_leases
 UPDATE tasks SET lease_expires_at = $3
 FROM unnest($1::bigint[], $2::bigint[]) AS f (fseq, fence)
-WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.version = f.fence
+  AND tasks.status = 'running'
 RETURNING tasks.seq;
 
 -- name: finish
@@ -225,7 +226,8 @@ FROM unnest(
     $1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[],
     $7::bigint[], $8::bigint[]
 ) AS f (fseq, fence, status, retry_at, ended, error, mark, expired_before)
-WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.version = f.fence
+  AND tasks.status = 'running'
   AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
 RETURNING tasks.seq, tasks.attempts, tasks.started_at, tasks.worker_id, tasks.schedule_id;
 
@@ -240,7 +242,8 @@ WITH ended AS (
         $1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[],
         $7::bigint[], $8::bigint[], $9::text[]
     ) AS f (fseq, fence, status, retry_at, ended, error, mark, expired_before, outcome)
-    WHERE tasks.seq = f.fseq AND tasks.version = f.fence AND tasks.status = 'running'
+    WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.version = f.fence
+      AND tasks.status = 'running'
       AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
     RETURNING tasks.seq, tasks.schedule_id, tasks.attempts, f.fence, tasks.worker_id,
               tasks.started_at, f.ended, f.outcome, f.error

@@ -127,7 +127,7 @@ CREATE TABLE executions (
     PRIMARY KEY (task_seq, id)
 ) PARTITION BY RANGE (task_seq);
 
-CREATE INDEX executions_task ON executions (task_seq, id);
+-- The primary key (task_seq, id) serves a task's history.
 CREATE INDEX executions_schedule ON executions (schedule_id, id) WHERE schedule_id IS NOT NULL;
 
 -- The ranges of seq: each a partition of tasks and one of executions (tasks_rN and
