@@ -1,6 +1,13 @@
 -- Named queries of the PostgreSQL store (see tickwheel/storage/named_queries.py).
 -- Batches arrive as arrays, one per column, and are read with unnest: a batch of any
 -- size is one statement and one round trip. $n are positional (asyncpg).
+--
+-- A statement that names its rows by seq writes its status test as
+-- `(status = 'pending') IS TRUE`: the same test (status is never null), but one that
+-- keeps the planner on the primary key. Written plainly, it matches the partial
+-- indexes of pending or running tasks, which stale statistics (a fresh table, a burst
+-- since the last ANALYZE) show as nearly empty: the plan then reads every pending task
+-- for each claim, measured at 5 times the whole claim's cost in a 20,000-task run.
 
 -- name: now_ms
 SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
@@ -120,12 +127,12 @@ WHERE seq = $1 AND status = 'waiting';
 
 -- name: keyed_claims
 SELECT seq, ordering_key FROM tasks
-WHERE seq = ANY($1::bigint[]) AND status = 'pending' AND due_time <= $2
+WHERE seq = ANY($1::bigint[]) AND (status = 'pending') IS TRUE AND due_time <= $2
   AND ordering_key IS NOT NULL;
 
 -- name: wait_for_turn
 UPDATE tasks SET status = 'waiting', version = version + 1
-WHERE seq = ANY($1::bigint[]) AND status = 'pending';
+WHERE seq = ANY($1::bigint[]) AND (status = 'pending') IS TRUE;
 
 -- name: insert_workflow
 INSERT INTO workflows (workflow_id, name, created_at, request_hash) VALUES ($1, $2, $3, $4)
@@ -189,7 +196,8 @@ SET status = 'running', version = version + 1, attempts = attempts + 1,
     lease_expires_at = $4, worker_id = $5, started_at = $3, triggered_at = c.triggered,
     held_by = NULL
 FROM unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered)
-WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq AND tasks.status = 'pending'
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = c.cseq
+  AND (tasks.status = 'pending') IS TRUE
   AND tasks.due_time <= c.triggered
   AND ($6 OR tasks.ordering_key IS NULL)
   AND (tasks.expires_at IS NULL OR tasks.expires_at > $3)
@@ -211,7 +219,7 @@ RETURNING seq, task_id, task_type, payload, attempts, version, due_time, lease_e
 UPDATE tasks SET lease_expires_at = $3
 FROM unnest($1::bigint[], $2::bigint[]) AS f (fseq, fence)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.version = f.fence
-  AND tasks.status = 'running'
+  AND (tasks.status = 'running') IS TRUE
 RETURNING tasks.seq;
 
 -- name: finish
@@ -227,7 +235,7 @@ FROM unnest(
     $7::bigint[], $8::bigint[]
 ) AS f (fseq, fence, status, retry_at, ended, error, mark, expired_before)
 WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.version = f.fence
-  AND tasks.status = 'running'
+  AND (tasks.status = 'running') IS TRUE
   AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
 RETURNING tasks.seq, tasks.attempts, tasks.started_at, tasks.worker_id, tasks.schedule_id;
 
@@ -243,7 +251,7 @@ WITH ended AS (
         $7::bigint[], $8::bigint[], $9::text[]
     ) AS f (fseq, fence, status, retry_at, ended, error, mark, expired_before, outcome)
     WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = f.fseq AND tasks.version = f.fence
-      AND tasks.status = 'running'
+      AND (tasks.status = 'running') IS TRUE
       AND (f.expired_before IS NULL OR tasks.lease_expires_at < f.expired_before)
     RETURNING tasks.seq, tasks.schedule_id, tasks.attempts, f.fence, tasks.worker_id,
               tasks.started_at, f.ended, f.outcome, f.error
@@ -600,7 +608,8 @@ ORDER BY w.worker_id;
 -- name: limited_candidates
 SELECT seq, task_type, queue, limit_key, priority, due_time, ordering_key
 FROM tasks JOIN unnest($1::bigint[], $2::bigint[]) AS c (cseq, triggered) ON tasks.seq = c.cseq
-WHERE tasks.seq = ANY($1::bigint[]) AND status = 'pending' AND due_time <= c.triggered
+WHERE tasks.seq = ANY($1::bigint[]) AND (status = 'pending') IS TRUE
+  AND due_time <= c.triggered
   AND (expires_at IS NULL OR expires_at > $3);
 
 -- name: lock_limits
@@ -632,7 +641,8 @@ CROSS JOIN LATERAL (
 -- name: hold_tasks
 UPDATE tasks SET held_by = h.lid
 FROM unnest($1::bigint[], $2::text[]) AS h (hseq, lid)
-WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = h.hseq AND tasks.status = 'pending';
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = h.hseq
+  AND (tasks.status = 'pending') IS TRUE;
 
 -- name: write_windows
 UPDATE limits SET recent_claims = w.claims
@@ -657,7 +667,8 @@ ORDER BY priority DESC, due_time, seq LIMIT $2;
 -- name: release_held
 UPDATE tasks SET held_by = NULL, mark = r.mark
 FROM unnest($1::bigint[], $2::bigint[]) AS r (rseq, mark)
-WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = r.rseq AND tasks.status = 'pending';
+WHERE tasks.seq = ANY($1::bigint[]) AND tasks.seq = r.rseq
+  AND (tasks.status = 'pending') IS TRUE;
 
 -- name: sweep_wakes
 INSERT INTO limit_wakes (limit_id, not_before)

@@ -6,10 +6,13 @@ table it last saw with few pending tasks, it estimates that "status = 'pending'"
 a handful of rows and plans claims and completions as a scan of every pending task per
 batch (seconds per claim at 100,000 pending, measured with `tickwheel bench burst
 --mode distributed`). So the store counts the rows it inserts and analyzes `tasks`
-itself once they reach a tenth of the table (at least `minimum`): an ANALYZE samples a
-bounded number of rows, and it invalidates the cached plans of every connection. It
-reads only the columns those plans depend on, from a small sample (about 20 times
-cheaper than a full one); autovacuum's own analyses still keep every column current.
+itself once they reach a fifth of the table (at least `minimum`): an ANALYZE samples a
+bounded number of rows, and it invalidates the cached plans of every connection, which
+are then made again for the table's size. It reads only the columns those plans
+depend on, from a small sample (about 20 times cheaper than a full one, 10-20 ms);
+autovacuum's own analyses still keep every column current. A plan cached while the
+table was new (a scan of every row looks cheapest on a table of a few pages) is thus
+made again after the first thousand tasks, not after ten thousand.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ Analyze = Callable[[], Awaitable[int]]  # runs ANALYZE; returns the rows it esti
 
 
 class InsertStatistics:
-    def __init__(self, analyze: Analyze, *, minimum: int = 10_000, share: float = 0.1) -> None:
+    def __init__(self, analyze: Analyze, *, minimum: int = 1_000, share: float = 0.2) -> None:
         self._analyze = analyze
         self._minimum = minimum
         self._share = share
