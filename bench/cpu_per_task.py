@@ -8,9 +8,11 @@ fresh schema and Redis prefix (`latency.py`'s cluster, no delay). Embedded: one
 `tickwheel up` (its defaults) on a fresh SQLite file. `--tasks` no-op tasks due now go
 through `AsyncClient.submit_many` (1,000 a call, 4 in flight) to completion; the CPU
 time each process used meanwhile (user + system, from /proc), PostgreSQL's backends and
-Redis included, is divided by the tasks. Prints the median of `--runs` runs as JSON: µs
-of CPU per task per process, their sum, and drained/s. CPU time is steadier than
-throughput on a shared machine: it compares two trees where tasks/s cannot.
+Redis included, is divided by the tasks; apart, so is the submitting client's own CPU
+time while it submits (this program's, on the same cores). Prints the median of
+`--runs` runs as JSON: µs of CPU per task per process, their sum, and drained/s. CPU
+time is steadier than throughput on a shared machine: it compares two trees where
+tasks/s cannot.
 
 `--tracing` (embedded): `tickwheel up --tracing`, its spans exported over OTLP/HTTP to a
 sink in this program that answers 200 to each export (what a collector costs the
@@ -169,7 +171,9 @@ async def one_run(tasks: int) -> dict[str, Any]:
     async with cluster(0, 64) as running, AsyncClient(running.url) as client:
         bodies = [task_body("noop") for _ in range(tasks)]
         before, began = _sample(running.pids), time.time()
+        client_began = time.process_time()
         await submit(client, bodies)
+        client_cpu = time.process_time() - client_began
         await until_succeeded(running.database_url, tasks, 600)
         after, ended = _sample(running.pids), time.time()
         done = await scalar(
@@ -179,6 +183,7 @@ async def one_run(tasks: int) -> dict[str, Any]:
     return {
         "us_per_task": per_task,
         "total_us_per_task": round(sum(per_task.values()), 1),
+        "client_us_per_task": round(client_cpu / tasks * 1e6, 1),
         "drained_per_s": round(done / (ended - began)),
     }
 
@@ -198,6 +203,11 @@ async def main(args: argparse.Namespace) -> None:
                     k: statistics.median(r["us_per_task"][k] for r in runs) for k in roles
                 },
                 "total_us_per_task": statistics.median(r["total_us_per_task"] for r in runs),
+                **(
+                    {"client_us_per_task": statistics.median(r["client_us_per_task"] for r in runs)}
+                    if "client_us_per_task" in runs[0]
+                    else {}
+                ),
                 "drained_per_s": statistics.median(r["drained_per_s"] for r in runs),
             }
         )

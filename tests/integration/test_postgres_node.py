@@ -265,9 +265,15 @@ async def test_a_bulk_insert_refreshes_the_planner_statistics(database_url: str)
         )
         await node.service.submit_many([request] * 500)
         await asyncio.sleep(0.5)
-        assert await analyze_count(database_url) == before  # under the threshold
+        assert await analyze_count(database_url) == before  # under the first threshold
         await node.service.submit_many([request] * 500)
         await until(lambda: analyze_count_above(database_url, before))
+        first = await analyze_count(database_url)
+        await node.service.submit_many([request] * 5_000)
+        await asyncio.sleep(0.5)
+        assert await analyze_count(database_url) == first  # then every 10,000 at least
+        await node.service.submit_many([request] * 5_000)
+        await until(lambda: analyze_count_above(database_url, first))
 
 
 async def analyze_count_above(database_url: str, count: int) -> bool:

@@ -22,12 +22,9 @@ def task_clauses(
     `seqs_below` are the seqs of its created range (the first created at or after each
     bound), which keep a listing of a range a walk down the primary key; the times are
     checked too. `bind(value)` adds a parameter and returns its placeholder."""
-    top = min(
-        NEVER if before_seq is None else before_seq, NEVER if seqs_below is None else seqs_below
+    clauses = seq_clauses(
+        before_seq=before_seq, seqs_from=seqs_from, seqs_below=seqs_below, bind=bind
     )
-    clauses = [f"seq < {bind(top)}"]
-    if seqs_from is not None:
-        clauses.append(f"seq >= {bind(seqs_from)}")
     if where.statuses:
         clauses.append(f"status IN ({', '.join(bind(str(s)) for s in where.statuses)})")
     for column in ("task_type", "schedule_id", "queue"):
@@ -47,4 +44,22 @@ def task_clauses(
             f"seq IN (SELECT seq FROM tasks WHERE task_id = {task_id}"
             f" UNION SELECT seq FROM tasks WHERE idempotency_key = {key})"
         )
+    return clauses
+
+
+def seq_clauses(
+    *,
+    before_seq: int | None,
+    seqs_from: int | None,
+    seqs_below: int | None,
+    bind: Callable[[Any], str],
+    column: str = "seq",
+) -> list[str]:
+    """The bounds of a listing's seqs (see `task_clauses`), on `column`."""
+    top = min(
+        NEVER if before_seq is None else before_seq, NEVER if seqs_below is None else seqs_below
+    )
+    clauses = [f"{column} < {bind(top)}"]
+    if seqs_from is not None:
+        clauses.append(f"{column} >= {bind(seqs_from)}")
     return clauses

@@ -26,6 +26,11 @@ SELECT COALESCE(MAX(seq), 0) FROM tasks;
 SELECT nextval('tasks_seq') FROM generate_series(1, $1);
 
 -- name: insert_tasks
+-- With each task its labels (see task_labels in schema.sql).
+WITH labelled AS (
+    INSERT INTO task_labels (seq, task_type, queue)
+    SELECT * FROM unnest($1::bigint[], $5::text[], $9::text[])
+)
 INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
@@ -373,6 +378,10 @@ SET version = version + 1, current_seq = $1,
 WHERE schedule_id = $2 AND version = $3 AND status = 'active';
 
 -- name: delete_task
+WITH unlabelled AS (
+    DELETE FROM task_labels
+    WHERE seq = $1 AND task_type = (SELECT task_type FROM tasks WHERE seq = $1)
+)
 DELETE FROM tasks WHERE seq = $1;
 
 -- name: skip_instance

@@ -98,17 +98,28 @@ CREATE INDEX tasks_running_lease ON tasks (lease_expires_at) WHERE status = 'run
 CREATE INDEX tasks_unstarted_expiry ON tasks (expires_at)
 WHERE expires_at IS NOT NULL AND status IN ('pending', 'waiting', 'blocked');
 CREATE INDEX tasks_status ON tasks (status, seq);
-CREATE INDEX tasks_type ON tasks (task_type, seq);
 CREATE INDEX tasks_schedule ON tasks (schedule_id, seq) WHERE schedule_id IS NOT NULL;
 CREATE INDEX tasks_workflow ON tasks (workflow_id, seq) WHERE workflow_id IS NOT NULL;
 CREATE INDEX tasks_ordering ON tasks (ordering_key, due_time, seq)
 WHERE ordering_key IS NOT NULL AND status IN ('pending', 'waiting');
-CREATE INDEX tasks_queue ON tasks (queue, seq);
 CREATE INDEX tasks_idempotency_key ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX tasks_held ON tasks (held_by, priority DESC, due_time, seq)
 WHERE held_by IS NOT NULL AND status = 'pending';
 CREATE INDEX tasks_cancelled_lease ON tasks (lease_expires_at)
 WHERE status = 'cancelled' AND lease_expires_at IS NOT NULL;
+
+-- A task's type and queue never change: listings by them read task_labels, a row
+-- written once per task, rather than indexes on tasks, where every claim and every
+-- end wrote them again (an update that changes a task's status writes a new entry in
+-- each of the row's indexes). Ranged like tasks; a range's rows go with its tasks.
+CREATE TABLE task_labels (
+    seq        bigint NOT NULL,
+    task_type  text NOT NULL,
+    queue      text NOT NULL
+) PARTITION BY RANGE (seq);
+
+CREATE INDEX task_labels_type ON task_labels (task_type, seq);
+CREATE INDEX task_labels_queue ON task_labels (queue, seq);
 
 CREATE TABLE executions (
     id           bigserial NOT NULL,
@@ -289,6 +300,8 @@ BEGIN
                    $1 / span, $1, $1 + span);
     EXECUTE format('CREATE TABLE executions_r%s PARTITION OF executions FOR VALUES FROM (%s) TO (%s)',
                    $1 / span, $1, $1 + span);
+    EXECUTE format('CREATE TABLE task_labels_r%s PARTITION OF task_labels FOR VALUES FROM (%s) TO (%s)',
+                   $1 / span, $1, $1 + span);
     INSERT INTO task_ranges (lower, upper) VALUES ($1, $1 + span);
 END;
 $$;
@@ -373,8 +386,8 @@ BEGIN
               AND (o.status NOT IN ('succeeded', 'failed', 'cancelled', 'upstream_failed', 'expired')
                    OR o.completed_at >= cutoff)
         );
-        EXECUTE format('DROP TABLE tasks_r%s, executions_r%s',
-                       expired.lower / span, expired.lower / span);
+        EXECUTE format('DROP TABLE tasks_r%s, executions_r%s, task_labels_r%s',
+                       expired.lower / span, expired.lower / span, expired.lower / span);
         DELETE FROM task_edges
         WHERE predecessor_seq >= expired.lower AND predecessor_seq < expired.upper;
         DELETE FROM task_edges
@@ -396,6 +409,7 @@ $$;
 -- makes the range after it ready.
 CREATE TABLE tasks_r0 PARTITION OF tasks FOR VALUES FROM (MINVALUE) TO (67108864);
 CREATE TABLE executions_r0 PARTITION OF executions FOR VALUES FROM (MINVALUE) TO (67108864);
+CREATE TABLE task_labels_r0 PARTITION OF task_labels FOR VALUES FROM (MINVALUE) TO (67108864);
 INSERT INTO task_ranges (lower, upper, opened_at)
 VALUES (0, 67108864, (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 SELECT tickwheel_roll_task_ranges(86400000);

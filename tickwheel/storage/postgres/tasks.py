@@ -5,6 +5,7 @@ operations, listing and ranges of tasks (retention). Writes run the plans of
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import Any
 
 import asyncpg
@@ -19,12 +20,14 @@ from tickwheel.storage.base import (
     TaskFilter,
     WorkflowSummary,
 )
-from tickwheel.storage.listing import task_clauses
+from tickwheel.storage.listing import seq_clauses, task_clauses
 from tickwheel.storage.named_queries import TASK_COLUMNS
 from tickwheel.storage.plans import attempts, propagation
 from tickwheel.storage.plans import inserts as plans
 from tickwheel.storage.postgres.base import NEVER, PostgresBase, below, first_seq_created
 from tickwheel.storage.postgres.steps import Db, q, run
+
+LABELS = ("task_type", "queue")  # a task's columns kept in task_labels too
 
 
 class PostgresTasks(PostgresBase):
@@ -112,18 +115,25 @@ class PostgresTasks(PostgresBase):
                 params.append(value)
                 return f"${len(params)}"
 
-            clauses = task_clauses(
-                where,
-                before_seq=before_seq,
-                seqs_from=await first_seq_created(db, where.created_after_ms),
-                seqs_below=await first_seq_created(db, where.created_before_ms),
-                bind=bind,
-            )
-            sql = (
-                f"SELECT {TASK_COLUMNS} FROM tasks WHERE {' AND '.join(clauses)}"
-                f" ORDER BY seq DESC LIMIT {bind(limit)}"
-            )
-            return list(await db.fetch(sql, *params))
+            bounds = {
+                "before_seq": before_seq,
+                "seqs_from": await first_seq_created(db, where.created_after_ms),
+                "seqs_below": await first_seq_created(db, where.created_before_ms),
+            }
+            labels = {c: getattr(where, c) for c in LABELS if getattr(where, c) is not None}
+            unlabelled = replace(where, task_type=None, queue=None)
+            clauses = " AND ".join(task_clauses(unlabelled, **bounds, bind=bind))
+            if not labels:
+                sql = f"SELECT {TASK_COLUMNS} FROM tasks WHERE {clauses} ORDER BY seq DESC"
+            else:  # a walk down the labels' index, each task read by its key
+                labelled = [f"{c} = {bind(v)}" for c, v in labels.items()]
+                labelled += seq_clauses(**bounds, bind=bind)
+                sql = (
+                    f"SELECT {TASK_COLUMNS} FROM tasks JOIN (SELECT seq AS labelled"
+                    f" FROM task_labels WHERE {' AND '.join(labelled)}) AS l"
+                    f" ON tasks.seq = l.labelled WHERE {clauses} ORDER BY l.labelled DESC"
+                )
+            return list(await db.fetch(f"{sql} LIMIT {bind(limit)}", *params))
 
         return [convert.task(r) for r in await self._transaction(work)]
 
