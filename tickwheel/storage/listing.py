@@ -53,13 +53,12 @@ def seq_clauses(
     seqs_from: int | None,
     seqs_below: int | None,
     bind: Callable[[Any], str],
-    column: str = "seq",
 ) -> list[str]:
-    """The bounds of a listing's seqs (see `task_clauses`), on `column`."""
+    """The bounds of a listing's seqs (see `task_clauses`)."""
     top = min(
         NEVER if before_seq is None else before_seq, NEVER if seqs_below is None else seqs_below
     )
-    clauses = [f"{column} < {bind(top)}"]
+    clauses = [f"seq < {bind(top)}"]
     if seqs_from is not None:
-        clauses.append(f"{column} >= {bind(seqs_from)}")
+        clauses.append(f"seq >= {bind(seqs_from)}")
     return clauses
