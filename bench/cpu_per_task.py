@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from bench.latency import BIN, cluster, scalar, submit, until_succeeded
+from bench.latency import BIN, cluster, submit, succeeded, until_succeeded
 from bench.targets import free_port
 from tickwheel import AsyncClient
 from tickwheel.client import task_body
@@ -176,9 +176,7 @@ async def one_run(tasks: int) -> dict[str, Any]:
         client_cpu = time.process_time() - client_began
         await until_succeeded(running.database_url, tasks, 600)
         after, ended = _sample(running.pids), time.time()
-        done = await scalar(
-            running.database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'"
-        )
+        done = await succeeded(running.database_url)
     per_task = {k: round((after[k] - before[k]) / tasks * 1e6, 1) for k in before}
     return {
         "us_per_task": per_task,

@@ -148,14 +148,24 @@ async def submit(client: AsyncClient, bodies: list[dict[str, Any]]) -> None:
 
 
 async def until_succeeded(database_url: str, tasks: int, limit_s: float) -> None:
+    """Until `tasks` have succeeded. While tasks are left, it only asks whether any is
+    (a lookup in the partial indexes of pending and running tasks): counting every
+    succeeded task four times a second cost PostgreSQL about 10 µs of CPU per task."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        if (
-            await scalar(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
-            >= tasks
-        ):
+        if not await scalar(database_url, UNFINISHED) and await succeeded(database_url) >= tasks:
             return
         await asyncio.sleep(0.25)
+
+
+UNFINISHED = (
+    "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE status = 'pending'"
+    " UNION ALL SELECT 1 FROM tasks WHERE status = 'running' LIMIT 1) AS left_over"
+)
+
+
+async def succeeded(database_url: str) -> int:
+    return await scalar(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
 
 
 async def one_delay(delay_ms: float, tasks: int, burst: int, concurrency: int) -> dict[str, Any]:
@@ -166,7 +176,7 @@ async def one_delay(delay_ms: float, tasks: int, burst: int, concurrency: int) -
         submitted = time.time()
         await until_succeeded(database_url, tasks, 600)
         last = await scalar(database_url, "SELECT max(completed_at) FROM tasks")
-        done = await scalar(database_url, "SELECT count(*) FROM tasks WHERE status = 'succeeded'")
+        done = await succeeded(database_url)
         due = datetime.now(UTC) + timedelta(seconds=10)
         await submit(client, [task_body("noop", due_time=due) for _ in range(burst)])
         await until_succeeded(database_url, tasks + burst, 600)

@@ -51,8 +51,7 @@ async def one_run(tasks: int) -> dict[str, float]:
             now = int(time.time() * 1000)
             kind = ScheduleType.IMMEDIATE
             new = [
-                NewTask(new_id(), n % 16, "bench", {"n": n}, kind, now, now)
-                for n in range(tasks)
+                NewTask(new_id(), n % 16, "bench", {"n": n}, kind, now, now) for n in range(tasks)
             ]
             began = database_cpu()
             seqs: list[int] = []
