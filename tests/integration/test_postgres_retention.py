@@ -59,6 +59,7 @@ async def test_tasks_and_executions_are_partitioned_with_a_range_ready_ahead(
 ) -> None:
     assert await partitions_of(db, "tasks") == {"tasks_r0", "tasks_r1"}
     assert await partitions_of(db, "executions") == {"executions_r0", "executions_r1"}
+    assert await partitions_of(db, "task_labels") == {"task_labels_r0", "task_labels_r1"}
     submitted = await node.service.submit(LATER)
     assert 0 < await seq_of(node, submitted.task_id) < SPAN
 
@@ -71,6 +72,7 @@ async def test_a_range_open_for_its_period_is_sealed_and_new_tasks_go_to_the_nex
     new = await node.service.submit(LATER)
     assert SPAN <= await seq_of(node, new.task_id) < 2 * SPAN
     assert "tasks_r2" in await partitions_of(db, "tasks")  # the next one, ready ahead
+    assert "task_labels_r2" in await partitions_of(db, "task_labels")
     # Both ranges serve reads and claims as one table.
     seqs = [await seq_of(node, old.task_id), await seq_of(node, new.task_id)]
     now = node.clock.now_ms() + 7_200_000
@@ -98,6 +100,7 @@ async def test_retention_drops_an_old_range_whose_tasks_all_ended(
     assert await retention.once() == 0  # r2 is sealed now, but a task in it waits
     assert await partitions_of(db, "tasks") == {"tasks_r2", "tasks_r3", "tasks_r4"}
     assert "executions_r0" not in await partitions_of(db, "executions")
+    assert "task_labels_r0" not in await partitions_of(db, "task_labels")
     assert [await node.store.get_task(s.task_id) for s in ended] == [None] * 3
     task = await node.store.get_task(kept.task_id)
     assert task is not None and task.status is Status.PENDING

@@ -26,11 +26,6 @@ SELECT COALESCE(MAX(seq), 0) FROM tasks;
 SELECT nextval('tasks_seq') FROM generate_series(1, $1);
 
 -- name: insert_tasks
--- With each task its labels (see task_labels in schema.sql).
-WITH labelled AS (
-    INSERT INTO task_labels (seq, task_type, queue)
-    SELECT * FROM unnest($1::bigint[], $5::text[], $9::text[])
-)
 INSERT INTO tasks (
     seq, mark, task_id, partition, task_type, payload, schedule_type, schedule_id,
     queue, priority, max_retries, backoff_base, backoff_max, timeout_seconds,
@@ -378,16 +373,12 @@ SET version = version + 1, current_seq = $1,
 WHERE schedule_id = $2 AND version = $3 AND status = 'active';
 
 -- name: delete_task
-WITH unlabelled AS (
-    DELETE FROM task_labels
-    WHERE seq = $1 AND task_type = (SELECT task_type FROM tasks WHERE seq = $1)
-)
 DELETE FROM tasks WHERE seq = $1;
 
 -- name: skip_instance
 UPDATE tasks
 SET status = 'cancelled', version = version + 1, completed_at = $2, last_error = $3
-WHERE seq = $1 AND status = 'pending';
+WHERE seq = $1 AND (status = 'pending') IS TRUE;
 
 -- name: set_schedule_status
 UPDATE schedules SET status = $2, version = version + 1
@@ -482,7 +473,7 @@ WHERE seq = $1 AND version = $2 AND status = 'failed';
 
 -- name: set_priority
 UPDATE tasks SET priority = $3, version = version + 1, mark = $4
-WHERE seq = $1 AND version = $2 AND status = 'pending';
+WHERE seq = $1 AND version = $2 AND (status = 'pending') IS TRUE;
 
 -- name: create_token
 INSERT INTO api_tokens (token_id, hash, name, scopes, created_at) VALUES ($1, $2, $3, $4, $5);

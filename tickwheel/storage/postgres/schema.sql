@@ -112,6 +112,8 @@ WHERE status = 'cancelled' AND lease_expires_at IS NOT NULL;
 -- written once per task, rather than indexes on tasks, where every claim and every
 -- end wrote them again (an update that changes a task's status writes a new entry in
 -- each of the row's indexes). Ranged like tasks; a range's rows go with its tasks.
+-- Triggers keep them: every insert into tasks, by whatever process (one of an older
+-- release during a rolling upgrade too), labels its tasks in the same statement.
 CREATE TABLE task_labels (
     seq        bigint NOT NULL,
     task_type  text NOT NULL,
@@ -120,6 +122,27 @@ CREATE TABLE task_labels (
 
 CREATE INDEX task_labels_type ON task_labels (task_type, seq);
 CREATE INDEX task_labels_queue ON task_labels (queue, seq);
+
+CREATE FUNCTION tasks_labelled() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO task_labels (seq, task_type, queue) SELECT seq, task_type, queue FROM inserted;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER tasks_labelled AFTER INSERT ON tasks REFERENCING NEW TABLE AS inserted
+FOR EACH STATEMENT EXECUTE FUNCTION tasks_labelled();
+
+CREATE FUNCTION tasks_unlabelled() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM task_labels AS l USING deleted AS d
+    WHERE l.task_type = d.task_type AND l.seq = d.seq;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER tasks_unlabelled AFTER DELETE ON tasks REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION tasks_unlabelled();
 
 CREATE TABLE executions (
     id           bigserial NOT NULL,
@@ -141,8 +164,8 @@ CREATE TABLE executions (
 -- The primary key (task_seq, id) serves a task's history.
 CREATE INDEX executions_schedule ON executions (schedule_id, id) WHERE schedule_id IS NOT NULL;
 
--- The ranges of seq: each a partition of tasks and one of executions (tasks_rN and
--- executions_rN, N = lower / 2^26).
+-- The ranges of seq: each a partition of tasks, one of executions and one of
+-- task_labels (tasks_rN, executions_rN, task_labels_rN; N = lower / 2^26).
 CREATE TABLE task_ranges (
     lower      bigint PRIMARY KEY,
     upper      bigint NOT NULL,
@@ -288,7 +311,7 @@ FOR EACH ROW
 WHEN (OLD.status = 'running' AND NEW.status <> 'running' AND NEW.holds_slot)
 EXECUTE FUNCTION tasks_slot_freed();
 
--- Makes sure the range [lower, lower + 2^26) exists, with its two partitions.
+-- Makes sure the range [lower, lower + 2^26) exists, with its three partitions.
 CREATE FUNCTION tickwheel_add_task_range(lower bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     span constant bigint := 67108864;
