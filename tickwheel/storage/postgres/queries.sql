@@ -7,7 +7,8 @@
 -- keeps the planner on the primary key. Written plainly, it matches the partial
 -- indexes of pending or running tasks, which stale statistics (a fresh table, a burst
 -- since the last ANALYZE) show as nearly empty: the plan then reads every pending task
--- for each claim, measured at 5 times the whole claim's cost in a 20,000-task run.
+-- for each claim (13,000 to 24,000 index entries per claim of 54, replayed against a
+-- table not yet analyzed; BENCHMARKS.md, "PostgreSQL's share of a task").
 
 -- name: now_ms
 SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
