@@ -66,14 +66,19 @@ def _sample(roles: dict[str, int]) -> dict[str, float]:
     summed (the backends of other clients are counted too: run on a quiet machine)."""
     sample = {role: _cpu_seconds(pid) for role, pid in roles.items()}
     for label, name in (("postgresql", "postgres"), ("redis", "redis-server")):
-        total = 0.0
-        for pid in _pids_named(name):
-            try:
-                total += _cpu_seconds(pid)
-            except OSError:  # a backend that ended meanwhile
-                continue
-        sample[label] = total
+        sample[label] = cpu_of_named(name)
     return sample
+
+
+def cpu_of_named(name: str) -> float:
+    """CPU seconds so far of every process called `name` (a server and its backends)."""
+    total = 0.0
+    for pid in _pids_named(name):
+        try:
+            total += _cpu_seconds(pid)
+        except OSError:  # a backend that ended meanwhile
+            continue
+    return total
 
 
 @contextlib.asynccontextmanager

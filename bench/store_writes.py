@@ -21,7 +21,7 @@ import statistics
 import time
 from collections import deque
 
-from bench.cpu_per_task import _cpu_seconds, _pids_named
+from bench.cpu_per_task import cpu_of_named
 from bench.stores import Mode, fresh_settings
 from tickwheel.ids import new_id
 from tickwheel.models import Finish, NewTask, Outcome, ScheduleType, Status
@@ -34,16 +34,6 @@ ENDS_BEHIND = 4  # batches claimed and not yet ended, per worker
 LEASE_MS = 60_000
 
 
-def database_cpu() -> float:
-    total = 0.0
-    for pid in _pids_named("postgres"):
-        try:
-            total += _cpu_seconds(pid)
-        except OSError:  # a backend that ended meanwhile
-            continue
-    return total
-
-
 async def one_run(tasks: int) -> dict[str, float]:
     async with fresh_settings(Mode.DISTRIBUTED) as settings:
         store: Store = await open_store(settings.database_url, partitions=16, name="bench")
@@ -53,14 +43,14 @@ async def one_run(tasks: int) -> dict[str, float]:
             new = [
                 NewTask(new_id(), n % 16, "bench", {"n": n}, kind, now, now) for n in range(tasks)
             ]
-            began = database_cpu()
+            began = cpu_of_named("postgres")
             seqs: list[int] = []
             for first in range(0, tasks, INSERT_BATCH):
                 seqs += await store.insert_tasks(new[first : first + INSERT_BATCH])
-            inserted = database_cpu()
+            inserted = cpu_of_named("postgres")
             batches = deque(seqs[i : i + CLAIM_BATCH] for i in range(0, tasks, CLAIM_BATCH))
             await asyncio.gather(work(store, batches, "w1"), work(store, batches, "w2"))
-            ended = database_cpu()
+            ended = cpu_of_named("postgres")
         finally:
             await store.close()
     return {
