@@ -13,6 +13,7 @@ from typing import Any
 from tickwheel.outage import Outage
 from tickwheel.storage.base import Page
 from tickwheel.storage.limit_names import LimitNames
+from tickwheel.storage.sqlite.checkpoints import Checkpoints
 from tickwheel.storage.sqlite.connection import Connection, migrate
 from tickwheel.storage.sqlite.holder import HolderLock
 from tickwheel.storage.sqlite.queries import DB_NOW_MS, NEVER, q
@@ -55,6 +56,7 @@ class SqliteBase:
         self._wanted_partitions = partitions
         self._writer = Connection(path, name="writer", health=self.health)
         self._reader = Connection(path, name="reader", health=self.health)
+        self._checkpoints = Checkpoints(path)
         self._partitions = partitions
         self._holder = HolderLock(path)
         self._told_held = False
@@ -65,6 +67,7 @@ class SqliteBase:
         await self._writer.run(migrate)
         self._partitions = await self._writer.transaction(self._init_cluster)
         await self._reader.open()
+        await self._checkpoints.start()
 
     def _init_cluster(self, db: sqlite3.Connection) -> int:
         row = db.execute("SELECT value FROM cluster WHERE key = 'partitions'").fetchone()
@@ -83,6 +86,7 @@ class SqliteBase:
         self._reader.interrupt()
 
     async def close(self) -> None:
+        await self._checkpoints.stop()
         await self._reader.close()
         await self._writer.close()
         self._holder.release()

@@ -4,17 +4,24 @@ sqlite3 objects must stay on the thread that made them, and SQLite serialises
 writers anyway, so each connection gets a single-thread executor. A whole unit of
 work (a transaction of many statements) runs as one call on that thread, so a batch
 costs one hop between the event loop and the thread, not one per statement.
+
+Transactions asked for while the thread is busy commit together (group commit): a
+commit writes every page the transaction changed to the WAL, and the works of one
+moment (a worker's claim, another's ends, a submission) change the same pages, so under
+load the thread writes them once rather than once per work.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tickwheel.errors import StorageFull, StoreUnavailable
 from tickwheel.outage import Outage
@@ -22,6 +29,9 @@ from tickwheel.outage import Outage
 T = TypeVar("T")
 
 CONNECT_RETRIES = 50
+# The store checkpoints on a thread of its own (`checkpoints.py`): a writer's COMMIT does
+# so only past this many pages of WAL (40 MB at 4 KiB), should that fall behind.
+BACKSTOP_PAGES = 10_000
 PRAGMAS = (
     # The busy timeout first: switching a new file to WAL needs a lock that another
     # process opening the same file may hold for a moment.
@@ -30,7 +40,32 @@ PRAGMAS = (
     "PRAGMA synchronous = FULL",
     "PRAGMA foreign_keys = OFF",
     "PRAGMA cache_size = -65536",
+    f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}",
 )
+
+
+Work = Callable[[sqlite3.Connection], Any]
+
+
+def _new_future() -> asyncio.Future[Any]:
+    return asyncio.get_running_loop().create_future()
+
+
+@dataclass
+class _Asked:
+    """A transaction waiting for the thread, and what its caller awaits."""
+
+    work: Work
+    acknowledged: bool
+    answer: asyncio.Future[Any] = field(default_factory=_new_future)
+
+
+@dataclass
+class _Outcome:
+    """How one work of a group ended: its value, or what it raised."""
+
+    value: Any = None
+    error: Exception | None = None
 
 
 class Connection:
@@ -46,6 +81,8 @@ class Connection:
         self._path = path
         self._db: sqlite3.Connection | None = None
         self._synchronous = "FULL"
+        self._asked: list[_Asked] = []
+        self._committing: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         await self.run(self._connect)
@@ -82,22 +119,57 @@ class Connection:
     ) -> T:
         """Run `work` inside BEGIN IMMEDIATE ... COMMIT (rolled back if it raises).
 
+        Works asked for while the thread is busy share one transaction, each inside its
+        own savepoint: one that raises undoes only its own writes, and its caller alone
+        gets the error; a failure of the store (an operational error, a failed COMMIT)
+        fails every work of the group, none of which then changed anything.
+
         A write acknowledged to a client (a submission, a cancel) commits with
         `synchronous = FULL`: it survives power loss. The engine's own writes (claims,
         heartbeats, ends of attempts, leases) commit with NORMAL, which in WAL mode
         survives a crash of the process but may lose the last commits on power loss;
-        that can only make a task run again, which at-least-once delivery allows.
+        that can only make a task run again, which at-least-once delivery allows. A
+        group holding any acknowledged write commits with FULL.
         """
-        level = "FULL" if acknowledged else "NORMAL"
-        return await self.run(lambda db: self._transaction(db, work, level))
+        asked = _Asked(work, acknowledged)
+        self._asked.append(asked)
+        if self._committing is None:
+            self._committing = asyncio.create_task(self._commit_asked())
+        result: T = await asked.answer
+        return result
 
-    def _transaction(
-        self, db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], level: str
-    ) -> T:
+    async def _commit_asked(self) -> None:
+        """Commit what was asked, a group at a time, until nothing waits."""
+        group: list[_Asked] = []
+        try:
+            while self._asked:
+                group, self._asked = self._asked, []
+                try:
+                    outcomes = await self.run(functools.partial(self._transaction, group=group))
+                except Exception as failure:
+                    outcomes = [_Outcome(error=failure)] * len(group)
+                for asked, outcome in zip(group, outcomes, strict=True):
+                    if asked.answer.done():  # its caller was cancelled
+                        continue
+                    if outcome.error is not None:
+                        asked.answer.set_exception(outcome.error)
+                    else:
+                        asked.answer.set_result(outcome.value)
+        except BaseException:  # cancelled (the loop is closing): nobody waits forever
+            for asked in group + self._asked:
+                asked.answer.cancel()
+            raise
+        finally:
+            self._committing = None
+
+    def _transaction(self, db: sqlite3.Connection, *, group: list[_Asked]) -> list[_Outcome]:
+        level = "FULL" if any(asked.acknowledged for asked in group) else "NORMAL"
         if level != self._synchronous:
             db.execute(f"PRAGMA synchronous = {level}")
             self._synchronous = level
-        return _in_transaction(db, work)
+        if len(group) == 1:
+            return [_only(db, group[0].work)]
+        return _in_transaction(db, lambda db: [_in_savepoint(db, a.work) for a in group])
 
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if self._db is None:
@@ -128,6 +200,32 @@ def unavailable(error: sqlite3.OperationalError) -> StoreUnavailable:
     if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return StorageFull(f"the SQLite store's disk is full: {error}")
     return StoreUnavailable(f"the SQLite store cannot answer: {error}")
+
+
+def _only(db: sqlite3.Connection, work: Work) -> _Outcome:
+    """A group of one: its own transaction, no savepoint."""
+    try:
+        return _Outcome(_in_transaction(db, work))
+    except sqlite3.OperationalError:
+        raise  # the store's failure (`_call` names it)
+    except Exception as error:
+        return _Outcome(error=error)
+
+
+def _in_savepoint(db: sqlite3.Connection, work: Work) -> _Outcome:
+    """One work of a group. An operational error may have rolled back the whole
+    transaction (an interrupt does): it fails the group."""
+    db.execute("SAVEPOINT work")
+    try:
+        value = work(db)
+    except sqlite3.OperationalError:
+        raise
+    except Exception as error:
+        db.execute("ROLLBACK TO work")
+        db.execute("RELEASE work")
+        return _Outcome(error=error)
+    db.execute("RELEASE work")
+    return _Outcome(value)
 
 
 def _in_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
