@@ -62,12 +62,16 @@ class Ends:
 
     A batch holds a seq at most once per round: a task ended twice in one batch (a
     worker and the reaper at once) has its repeat compared again in a later round,
-    after the first end moved the version on."""
+    after the first end moved the version on.
+
+    Rows go in seq order, the order every statement that changes many running tasks
+    locks them in (heartbeats too): two such statements in PostgreSQL then wait for
+    each other, never deadlock (a deadlock stalls both for a second before one fails)."""
 
     def __init__(self, finishes: Sequence[Finish]) -> None:
         self.finishes = finishes
         self.first: dict[int, Finish] = {}
-        for f in finishes:
+        for f in sorted(finishes, key=lambda f: f.seq):
             self.first.setdefault(f.seq, f)
         self.repeats = [f for f in finishes if self.first[f.seq] is not f]
 

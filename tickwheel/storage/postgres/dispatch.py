@@ -116,7 +116,8 @@ class PostgresDispatch(PostgresBase, UnboundedClaim):
         return Claimed([convert.claimed(r) for r in found], deferred, limited)
 
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
-        found = await self._fetch("extend_leases", list(fences), list(fences.values()), until_ms)
+        seqs = sorted(fences)  # locked in seq order, as ends are (`attempts.Ends`)
+        found = await self._fetch("extend_leases", seqs, [fences[s] for s in seqs], until_ms)
         return set(fences) - {r[0] for r in found}
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
