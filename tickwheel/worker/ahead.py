@@ -6,6 +6,10 @@ when tasks are long: claimed tasks wait behind running handlers while another wo
 may be idle, and their leases tick meanwhile. So the worker claims ahead only what it
 will start within about two fetches' time at its recent start rate (Little's law):
 short tasks on a far store keep a full pipeline, long tasks are claimed as slots free.
+
+The rate rises at once and falls gradually: a burst after a quiet spell (20,000 tasks
+due at one instant) is claimed ahead from its first tenth of a second, where a rate
+smoothed both ways from near zero took most of a second to catch up.
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ import math
 import time
 from collections.abc import Callable
 
-WINDOW_SECONDS = 0.5  # starts are counted over windows this long
+WINDOW_SECONDS = 0.1  # starts are counted over windows this long
 FETCHES_AHEAD = 2  # claim what will start within this many fetches' time
-SMOOTHING = 0.5  # weight of the newest window and fetch in the running averages
+SMOOTHING = 0.5  # weight of the newest window (when slower) and fetch in the averages
 LEASE_SHARE = 0.25  # claimed ahead: what starts within this share of a lease
 
 
@@ -62,7 +66,8 @@ class ClaimAhead:
             return
         # A stretch of several windows (an idle worker rolls only when asked) counts
         # as one: its starts over its whole length.
-        self._rate = _smooth(self._rate, self._starts / elapsed)
+        sample = self._starts / elapsed
+        self._rate = max(sample, _smooth(self._rate, sample))
         self._starts = 0
         self._window_start = now
 

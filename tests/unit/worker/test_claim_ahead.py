@@ -54,6 +54,16 @@ def test_long_tasks_are_claimed_as_slots_free() -> None:
     assert ahead.amount() == 1
 
 
+def test_a_burst_after_a_quiet_spell_is_claimed_ahead_within_a_tenth_of_a_second() -> None:
+    ticks = Ticks()
+    ahead = ClaimAhead(512, ticks)
+    ahead.fetched(0.01)
+    run(ahead, ticks, per_second=100, seconds=2)
+    ticks.now += 60  # nothing due for a minute
+    run(ahead, ticks, per_second=10_000, seconds=0.2)
+    assert ahead.amount() in (200, 201)  # 10,000/s x 10 ms x 2 already (and rounding)
+
+
 def test_the_rate_falls_when_work_stops() -> None:
     ticks = Ticks()
     ahead = ClaimAhead(512, ticks)
