@@ -17,17 +17,20 @@ TASK_SECONDS = 0.2  # each run holds its worker's slot this long: some are alway
 
 
 @pytest.fixture(autouse=True)
-def slow_tasks(target: Target) -> None:
+def slow_tasks(target: Target, ledger: Ledger) -> None:
+    """After `ledger`, which sets its own run time."""
     target.delays[TargetRuns.PATH] = TASK_SECONDS
 
 
 def busiest_worker(running: Running, ledger: Ledger) -> str:
-    """The worker running the most tasks whose handler has started (not only claimed
-    ahead, waiting for a slot), waited for (a few seconds at most)."""
+    """The worker running the most tasks whose handler started within the last half of a
+    run (not only claimed ahead, waiting for a slot, nor about to end before the kill
+    lands), waited for (a few seconds at most)."""
     found: list[str] = []
 
     def holding() -> bool:
-        started = set(ledger.starts())
+        since = time.time() - TASK_SECONDS / 2
+        started = {task for task, starts in ledger.starts().items() if max(starts) > since}
         rows = running.cluster.query(
             "SELECT worker_id, task_id FROM tasks WHERE status = 'running'"
         )
