@@ -13,13 +13,9 @@ from ledger import Ledger
 from runs import TargetRuns
 from scenario import Running, assert_nothing_wrong, cluster_for, run
 
-TASK_SECONDS = 0.2  # each run holds its worker's slot this long: some are always mid-run
-
-
-@pytest.fixture(autouse=True)
-def slow_tasks(target: Target, ledger: Ledger) -> None:
-    """After `ledger`, which sets its own run time."""
-    target.delays[TargetRuns.PATH] = TASK_SECONDS
+# A run in the worker-kill scenario holds its slot this long (the others keep the
+# ledger's 0.1 s): the victim is killed well within a run it was seen start.
+MID_TASK_SECONDS = 0.3
 
 
 def busiest_worker(running: Running, ledger: Ledger) -> str:
@@ -29,7 +25,7 @@ def busiest_worker(running: Running, ledger: Ledger) -> str:
     found: list[str] = []
 
     def holding() -> bool:
-        since = time.time() - TASK_SECONDS / 2
+        since = time.time() - MID_TASK_SECONDS / 2
         started = {task for task, starts in ledger.starts().items() if max(starts) > since}
         rows = running.cluster.query(
             "SELECT worker_id, task_id FROM tasks WHERE status = 'running'"
@@ -42,7 +38,8 @@ def busiest_worker(running: Running, ledger: Ledger) -> str:
     return found[0]
 
 
-def test_kill_9_of_a_worker_mid_task(tmp_path: Path, ledger: Ledger) -> None:
+def test_kill_9_of_a_worker_mid_task(tmp_path: Path, ledger: Ledger, target: Target) -> None:
+    target.delays[TargetRuns.PATH] = MID_TASK_SECONDS
     with cluster_for(tmp_path) as cluster:
         running = Running(cluster, schedulers=2, workers=2)
 

@@ -2,11 +2,10 @@
 
 By default SQLite checkpoints inside the COMMIT that takes the WAL past 1,000 pages:
 that commit copies the pages into the database file and syncs it while every other
-write waits behind it (a burst of 20,000 tasks met a dozen such commits). Here a loop
-runs a PASSIVE checkpoint every `INTERVAL_SECONDS` on a connection and thread of its
-own: it copies what no reader still needs without taking the write lock, so writes go
-on meanwhile. A writer still checkpoints itself past `connection.BACKSTOP_PAGES`,
-should this loop fall behind.
+write waits behind it. Here a loop runs a PASSIVE checkpoint every `INTERVAL_SECONDS`
+on a connection and thread of its own: it copies what no reader still needs without
+taking the write lock, so writes go on meanwhile. A writer still checkpoints itself
+past `connection.BACKSTOP_PAGES`, should this loop fall behind.
 """
 
 from __future__ import annotations
