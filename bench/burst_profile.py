@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.cpu_per_task import _cpu_seconds, cpu_of_named
+from bench.cpu_per_task import cpu_of_named, cpu_seconds, stat_cpu_seconds
 from bench.figures import spread
 from bench.peers import tickwheel_peer
 from bench.peers.base import first_starts, submit_all, wait_ran, workers
@@ -55,20 +54,18 @@ def tickwheel_processes(port: int) -> dict[int, str]:
 
 def threads_cpu(pid: int) -> dict[int, float]:
     """CPU seconds so far of each thread of `pid`."""
-    tick = os.sysconf("SC_CLK_TCK")
     seconds = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            seconds[int(task.name)] = stat_cpu_seconds(task / "stat")
+        except OSError:  # a thread that ended meanwhile
             continue
-        seconds[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
     return seconds
 
 
 def sample(pids: dict[int, str]) -> dict[str, Any]:
     return {
-        "processes": {pid: _cpu_seconds(pid) for pid in pids},
+        "processes": {pid: cpu_seconds(pid) for pid in pids},
         "threads": {pid: threads_cpu(pid) for pid in pids},
         "servers": {label: cpu_of_named(name) for label, name in SERVERS.items()},
         "at": time.time(),

@@ -44,8 +44,14 @@ from tickwheel.client import task_body
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds so far of process `pid`."""
+    return stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def stat_cpu_seconds(stat: Path) -> float:
+    """User + system CPU seconds from a /proc `stat` file (a process's or a thread's)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
@@ -64,7 +70,7 @@ def _pids_named(name: str) -> list[int]:
 def _sample(roles: dict[str, int]) -> dict[str, float]:
     """CPU seconds so far: each role's process, and PostgreSQL's and Redis's processes
     summed (the backends of other clients are counted too: run on a quiet machine)."""
-    sample = {role: _cpu_seconds(pid) for role, pid in roles.items()}
+    sample = {role: cpu_seconds(pid) for role, pid in roles.items()}
     for label, name in (("postgresql", "postgres"), ("redis", "redis-server")):
         sample[label] = cpu_of_named(name)
     return sample
@@ -75,7 +81,7 @@ def cpu_of_named(name: str) -> float:
     total = 0.0
     for pid in _pids_named(name):
         try:
-            total += _cpu_seconds(pid)
+            total += cpu_seconds(pid)
         except OSError:  # a backend that ended meanwhile
             continue
     return total
@@ -139,11 +145,11 @@ async def _embedded(tasks: int, env: dict[str, str]) -> dict[str, Any]:
             url = f"http://127.0.0.1:{port}"
             async with AsyncClient(url) as client:
                 await _answering(url)
-                before, began = _cpu_seconds(server.pid), time.time()
+                before, began = cpu_seconds(server.pid), time.time()
                 await submit(client, [task_body("noop") for _ in range(tasks)])
                 while _succeeded(path) < tasks:
                     await asyncio.sleep(0.25)
-                after, ended = _cpu_seconds(server.pid), time.time()
+                after, ended = cpu_seconds(server.pid), time.time()
         finally:
             server.terminate()
             await server.wait()
