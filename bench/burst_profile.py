@@ -32,11 +32,13 @@ from bench.stores import Mode
 LEAD_SECONDS = 8
 BUCKET_MS = 100
 SERVERS = {"postgresql": "postgres", "redis": "redis-server"}
+WRITER_MODULE = "tickwheel.storage.sqlite.writer_process"
 
 
 def tickwheel_processes(port: int) -> dict[int, str]:
     """The Tickwheel processes serving `port` (their environment says so; a local
-    cluster's children inherit it): pid -> its subcommand."""
+    cluster's children and the SQLite writer's process inherit it): pid -> its
+    subcommand."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -46,9 +48,12 @@ def tickwheel_processes(port: int) -> dict[int, str]:
             argv = (entry / "cmdline").read_bytes().decode().split("\0")
         except OSError:
             continue
-        script = Path(argv[1]).name if len(argv) > 2 else ""
-        if script == "tickwheel" and f"TICKWHEEL_PORT={port}".encode() in environ:
+        if f"TICKWHEEL_PORT={port}".encode() not in environ or len(argv) < 3:
+            continue
+        if Path(argv[1]).name == "tickwheel":
             found[int(entry.name)] = argv[2]
+        elif argv[1:3] == ["-m", WRITER_MODULE]:
+            found[int(entry.name)] = "sqlite writer"
     return found
 
 

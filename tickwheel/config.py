@@ -22,7 +22,7 @@ class Role(StrEnum):
     WORKER = "worker"  # runs tasks
 
 
-DISTRIBUTED_PREFETCH = 256
+DEFAULT_PREFETCH = 256
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,9 +37,9 @@ class Settings:
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 64
     # The most tasks a worker claims ahead of free slots, as its start rate asks (0: off;
-    # see `Worker` and `worker/ahead.py`). None: `DISTRIBUTED_PREFETCH` with a Redis ready
-    # queue, whose round trips it hides, and 0 in one process, which has none to hide.
-    prefetch: int | None = None
+    # see `Worker` and `worker/ahead.py`): it hides the round trips to the ready queue
+    # and the store, a host away or (embedded) a process away.
+    prefetch: int = DEFAULT_PREFETCH
     lease_seconds: float = 30.0
     partition_lease_seconds: float = 15.0
     # Share the partitions with the other scheduler nodes alive (distributed mode);
@@ -72,13 +72,6 @@ class Settings:
     # OpenTelemetry spans of each task, one trace per submitting request (tracing.py);
     # exported over OTLP unless the program set a tracer provider.
     tracing: bool = False
-
-    @property
-    def worker_prefetch(self) -> int:
-        """`prefetch` as set, else what suits where the ready queue is."""
-        if self.prefetch is not None:
-            return self.prefetch
-        return DISTRIBUTED_PREFETCH if self.redis_url else 0
 
     def from_env(self, environ: dict[str, str] | None = None) -> Settings:
         """These settings with every `TICKWHEEL_*` variable that is set applied."""

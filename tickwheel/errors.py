@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TickwheelError(Exception):
     """Tickwheel failed."""
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or (self.__doc__ or "").strip())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles whatever a subclass's constructor takes: the SQLite writer's process
+        sends errors back to the store."""
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(kind: type[TickwheelError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = kind.__new__(kind)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidRequest(TickwheelError, ValueError):

@@ -225,7 +225,7 @@ class Node:
             worker_id=self.node_id,
             queues=s.queues,
             concurrency=s.concurrency,
-            prefetch=s.worker_prefetch,
+            prefetch=s.prefetch,
             registry=self.store,
             tracing=self.tracing,
         )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from harness import Target, wait_for
 
@@ -195,3 +198,34 @@ def test_kill_9_while_keyed_tasks_run_keeps_each_key_in_order(
         ]
         assert called == sorted(called), f"key k{k} ran out of order: {called}"
         assert set(called) == set(range(per_key))
+
+
+def writer_process_of(tickwheel: Any) -> int:
+    """The pid of the SQLite writer's process that `tickwheel up` started."""
+    pid = tickwheel.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, f"tickwheel up has children {children}, not one writer"
+    return int(children[0])
+
+
+def test_kill_9_of_the_sqlite_writer_process_mid_burst_loses_no_task(
+    tickwheel_factory: type, target: Target, tmp_path: Path
+) -> None:
+    """The writer's process dies between a claim and its answer, or an end and its
+    answer: the server starts another, and every accepted task still succeeds."""
+    target.delays["/w"] = 0.02
+    tickwheel = tickwheel_factory.start(tmp_path / "writer.db", extra_env=FAST_LEASES)
+    victim = writer_process_of(tickwheel)
+    with tickwheel.client() as http:
+        ids = [_submit(http, target, f"/w/{i}", delay=0.5) for i in range(300)]
+        assert wait_for(lambda: len(target.calls) >= 30, timeout=20)
+        os.kill(victim, signal.SIGKILL)
+
+        def all_succeeded() -> bool:
+            page = http.get("/api/tasks", params={"status": "succeeded", "limit": 500})
+            return len(page.json()["tasks"]) == len(ids)
+
+        assert wait_for(all_succeeded, timeout=60)
+    assert tickwheel.process.poll() is None, "the server died with its writer"
+    assert writer_process_of(tickwheel) != victim
+    assert {c.task_id for c in target.calls} == set(ids)

@@ -26,7 +26,8 @@ Opener = Callable[[Path, int], Awaitable[Store]]
 
 
 async def open_sqlite(folder: Path, partitions: int) -> Store:
-    store = SqliteStore(str(folder / "t.db"), partitions=partitions)
+    # As `tickwheel up` runs it: the writer in a process of its own.
+    store = SqliteStore(str(folder / "t.db"), partitions=partitions, writer_process=True)
     await store.open()
     return store
 

@@ -30,7 +30,8 @@ async def open_store(
     if scheme == "sqlite":
         from tickwheel.storage.sqlite.store import SqliteStore
 
-        store = SqliteStore(sqlite_path(url), partitions=partitions, health=health)
+        path = sqlite_path(url)
+        store = SqliteStore(path, partitions=partitions, health=health, writer_process=True)
         await store.open()
         return store
     if scheme in ("postgresql", "postgres"):

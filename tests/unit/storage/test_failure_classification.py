@@ -11,7 +11,7 @@ from asyncpg import exceptions as pg
 
 from tickwheel.errors import OutcomeUnknown, StorageFull, StoreUnavailable
 from tickwheel.storage.postgres.failures import Phase, classify
-from tickwheel.storage.sqlite.connection import unavailable
+from tickwheel.storage.sqlite.session import unavailable
 
 CONNECTION_ERRORS = [
     pg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),

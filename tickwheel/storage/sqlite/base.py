@@ -5,6 +5,7 @@ and closing, and the store's clock. The roles (`tasks`, `dispatch`, `schedules`,
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import time
@@ -33,6 +34,19 @@ def first_seq_created(db: sqlite3.Connection, at_ms: int | None) -> int | None:
     return int(db.execute(q("first_seq_created"), {"at": at_ms}).fetchone()[0])
 
 
+def init_cluster(db: sqlite3.Connection, *, partitions: int) -> int:
+    """The file's partition count: `partitions` if the file is new."""
+    row = db.execute("SELECT value FROM cluster WHERE key = 'partitions'").fetchone()
+    if row:
+        return int(row[0])
+    db.execute("INSERT INTO cluster (key, value) VALUES ('partitions', ?)", (str(partitions),))
+    db.execute("INSERT INTO cluster (key, value) VALUES ('mark', '0')")
+    db.executemany(
+        "INSERT INTO partition_leases (partition) VALUES (?)", [(p,) for p in range(partitions)]
+    )
+    return partitions
+
+
 def below(before: Page | None) -> dict[str, Any]:
     """The bound of a newest-first page by (created time, id)."""
     if before is None:
@@ -49,12 +63,17 @@ class SqliteBase:
         *,
         partitions: int = 16,
         health: Outage | None = None,
+        writer_process: bool = False,
     ) -> None:
-        """`health`: where the store's failures and answers are told (its own if None)."""
+        """`health`: where the store's failures and answers are told (its own if None);
+        `writer_process`: the writer's connection in a process of its own
+        (`writer_process.py`), as `tickwheel up` runs it, or on a thread."""
         self.path = path
         self.health = health or Outage("the store", log)
         self._wanted_partitions = partitions
-        self._writer = Connection(path, name="writer", health=self.health)
+        self._writer = Connection(
+            path, name="writer", health=self.health, own_process=writer_process
+        )
         self._reader = Connection(path, name="reader", health=self.health)
         self._checkpoints = Checkpoints(path)
         self._partitions = partitions
@@ -65,21 +84,11 @@ class SqliteBase:
     async def open(self) -> None:
         await self._writer.open()
         await self._writer.run(migrate)
-        self._partitions = await self._writer.transaction(self._init_cluster)
+        self._partitions = await self._writer.transaction(
+            functools.partial(init_cluster, partitions=self._wanted_partitions)
+        )
         await self._reader.open()
         await self._checkpoints.start()
-
-    def _init_cluster(self, db: sqlite3.Connection) -> int:
-        row = db.execute("SELECT value FROM cluster WHERE key = 'partitions'").fetchone()
-        if row:
-            return int(row[0])
-        count = self._wanted_partitions
-        db.execute("INSERT INTO cluster (key, value) VALUES ('partitions', ?)", (str(count),))
-        db.execute("INSERT INTO cluster (key, value) VALUES ('mark', '0')")
-        db.executemany(
-            "INSERT INTO partition_leases (partition) VALUES (?)", [(p,) for p in range(count)]
-        )
-        return count
 
     def interrupt(self) -> None:
         self._writer.interrupt()

@@ -5,7 +5,7 @@ that commit copies the pages into the database file and syncs it while every oth
 write waits behind it. Here a loop runs a PASSIVE checkpoint every `INTERVAL_SECONDS`
 on a connection and thread of its own: it copies what no reader still needs without
 taking the write lock, so writes go on meanwhile. A writer still checkpoints itself
-past `connection.BACKSTOP_PAGES`, should this loop fall behind.
+past `session.BACKSTOP_PAGES`, should this loop fall behind.
 """
 
 from __future__ import annotations
