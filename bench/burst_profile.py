@@ -1,6 +1,7 @@
 """A burst of tasks due at one instant, process by process: who is busy while it drains.
 
     .venv/bin/python -m bench.burst_profile [--mode embedded] [--tasks 20000] [--runs 3]
+        [--py-spy FOLDER]
 
 Runs `tickwheel bench compare`'s burst for Tickwheel alone (the same peer code: its
 workers, its client, the shared task body), and adds what the comparison does not
@@ -16,9 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +107,30 @@ def usage(
     return report
 
 
-async def one_run(mode: Mode, tasks: int) -> dict[str, Any]:
+@asynccontextmanager
+async def profiled(pids: dict[int, str], folder: Path | None) -> AsyncIterator[None]:
+    """py-spy samples of each process into `folder` (collapsed stacks), if given."""
+    if folder is None:
+        yield
+        return
+    spies = [
+        await asyncio.create_subprocess_exec(
+            *["py-spy", "record", "--pid", str(pid), "--rate", "200", "--nonblocking"],
+            *["--format", "raw", "--output", str(folder / f"{name.replace(' ', '-')}-{pid}.txt")],
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        for pid, name in pids.items()
+    ]
+    try:
+        yield
+    finally:
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled and exits
+        await asyncio.gather(*(spy.wait() for spy in spies))
+
+
+async def one_run(mode: Mode, tasks: int, spies: Path | None = None) -> dict[str, Any]:
     peer = tickwheel_peer.TickwheelPeer(mode)
     await peer.reset()
     sink, run = Sink(), f"burst-{uuid.uuid4().hex[:8]}"
@@ -113,9 +140,10 @@ async def one_run(mode: Mode, tasks: int) -> dict[str, Any]:
             await submit_all(peer, run, tasks, due_ms, lambda sent: None)
             pids = tickwheel_processes(int(peer.worker_env()["TICKWHEEL_PORT"]))
             await asyncio.sleep(max(0.0, due_ms / 1000 - time.time()))
-            before = sample(pids)
-            await wait_ran(sink, run, tasks, time.monotonic() + 70, "the burst")
-            after = sample(pids)
+            async with profiled(pids, spies):
+                before = sample(pids)
+                await wait_ran(sink, run, tasks, time.monotonic() + 70, "the burst")
+                after = sample(pids)
             first, repeats = first_starts(await sink.starts(run))
     finally:
         await sink.forget(run)
@@ -136,7 +164,7 @@ async def one_run(mode: Mode, tasks: int) -> dict[str, Any]:
 
 async def main(args: argparse.Namespace) -> None:
     for _ in range(args.runs):
-        print(json.dumps(await one_run(Mode(args.mode), args.tasks)), flush=True)
+        print(json.dumps(await one_run(Mode(args.mode), args.tasks, args.py_spy)), flush=True)
 
 
 if __name__ == "__main__":
@@ -144,4 +172,10 @@ if __name__ == "__main__":
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.DISTRIBUTED.value)
     parser.add_argument("--tasks", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument(
+        "--py-spy", type=Path, help="record each process from the due instant into this folder"
+    )
+    arguments = parser.parse_args()
+    if arguments.py_spy:
+        arguments.py_spy.mkdir(parents=True, exist_ok=True)
+    asyncio.run(main(arguments))

@@ -82,13 +82,17 @@ class SqliteBase:
         self._limit_names = LimitNames(self._limited_names)
 
     async def open(self) -> None:
-        await self._writer.open()
-        await self._writer.run(migrate)
-        self._partitions = await self._writer.transaction(
-            functools.partial(init_cluster, partitions=self._wanted_partitions)
-        )
-        await self._reader.open()
-        await self._checkpoints.start()
+        try:
+            await self._writer.open()
+            await self._writer.run(migrate)
+            self._partitions = await self._writer.transaction(
+                functools.partial(init_cluster, partitions=self._wanted_partitions)
+            )
+            await self._reader.open()
+            await self._checkpoints.start()
+        except BaseException:
+            await self.close()  # the writer's process, if it started, ends with it
+            raise
 
     def interrupt(self) -> None:
         self._writer.interrupt()

@@ -73,8 +73,14 @@ class Connection:
         self._committing: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
+        """Connect, or fail with `StoreUnavailable` (told by the caller, which knows
+        whether a store that cannot open yet is an outage or a wrong path)."""
         await self._host.start()
-        await self._ask(Session.connect)
+        try:
+            await self._host.ask(Session.connect)
+        except BaseException:
+            await self._host.close()  # a writer's process would wait for its parent
+            raise
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` on the connection; the store's health hears how it went."""
