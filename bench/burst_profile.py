@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import signal
+import sys
 import time
 import uuid
 from collections import Counter
@@ -115,7 +116,15 @@ async def profiled(pids: dict[int, str], folder: Path | None) -> AsyncIterator[N
         return
     spies = [
         await asyncio.create_subprocess_exec(
-            *["py-spy", "record", "--pid", str(pid), "--rate", "200", "--nonblocking"],
+            *[
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "200",
+                "--nonblocking",
+            ],
             *["--format", "raw", "--output", str(folder / f"{name.replace(' ', '-')}-{pid}.txt")],
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

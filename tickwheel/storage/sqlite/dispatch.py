@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -17,7 +18,7 @@ from tickwheel.storage.plans.steps import Claim, Skipped
 from tickwheel.storage.records import Claimed
 from tickwheel.storage.sqlite.base import SqliteBase
 from tickwheel.storage.sqlite.queries import NEVER, as_json, q
-from tickwheel.storage.sqlite.steps import claim_params, claim_statement, run
+from tickwheel.storage.sqlite.steps import claim_params, claim_statement, planned, run
 
 
 class SqliteDispatch(SqliteBase, UnboundedClaim):
@@ -74,18 +75,7 @@ class SqliteDispatch(SqliteBase, UnboundedClaim):
     ) -> Claimed:
         skip = await self._limit_names.current()
         plain = Claim(items, now_ms, now_ms + lease_ms, worker_id, keyed=False, skip=skip)
-        params, statement = claim_params(plain), claim_statement(plain)
-
-        def work(db: sqlite3.Connection) -> tuple[list[Any], limits.Taken]:
-            rows = db.execute(statement, params).fetchall()
-            if len(rows) == len(items):
-                return rows, limits.Taken()
-            # Cancelled meanwhile, behind an ordering key, or of a limit.
-            rest = replace(plain, items=propagation.unclaimed(items, rows), skip=Skipped())
-            if not skip:
-                return rows + run(db, propagation.claim_keyed(rest)), limits.Taken()
-            return rows, run(db, limits.claim_limited(rest, start_now))
-
+        work = functools.partial(_claim, plain=plain, start_now=start_now)
         rows, taken = await self._writer.transaction(work, acknowledged=False)
         return Claimed(
             [convert.claimed(r) for r in rows + taken.rows],
@@ -96,13 +86,13 @@ class SqliteDispatch(SqliteBase, UnboundedClaim):
     async def extend_leases(self, fences: Mapping[int, int], *, until_ms: int) -> set[int]:
         params = {"fences": as_json(list(fences.items())), "until": until_ms}
         rows = await self._writer.transaction(
-            lambda db: db.execute(q("extend_leases"), params).fetchall(), acknowledged=False
+            functools.partial(_fetch_all, name="extend_leases", params=params), acknowledged=False
         )
         return set(fences) - {r[0] for r in rows}
 
     async def finish(self, finishes: Sequence[Finish]) -> list[bool]:
         return await self._writer.transaction(
-            lambda db: run(db, attempts.finish(finishes)), acknowledged=False
+            planned(attempts.finish, finishes), acknowledged=False
         )
 
     async def expired_leases(
@@ -120,3 +110,24 @@ class SqliteDispatch(SqliteBase, UnboundedClaim):
             lambda db: db.execute(q("expire_unstarted"), params).fetchall(), acknowledged=False
         )
         return [convert.task(r) for r in rows]
+
+
+# The works of the hot path, as functions of the module: they pickle by reference to the
+# writer's process, where a closure would pickle its code.
+
+
+def _claim(
+    db: sqlite3.Connection, *, plain: Claim, start_now: int | None
+) -> tuple[list[Any], limits.Taken]:
+    rows = db.execute(claim_statement(plain), claim_params(plain)).fetchall()
+    if len(rows) == len(plain.items):
+        return rows, limits.Taken()
+    # Cancelled meanwhile, behind an ordering key, or of a limit.
+    rest = replace(plain, items=propagation.unclaimed(plain.items, rows), skip=Skipped())
+    if not plain.skip:
+        return rows + run(db, propagation.claim_keyed(rest)), limits.Taken()
+    return rows, run(db, limits.claim_limited(rest, start_now))
+
+
+def _fetch_all(db: sqlite3.Connection, name: str, params: dict[str, Any]) -> list[Any]:
+    return db.execute(q(name), params).fetchall()

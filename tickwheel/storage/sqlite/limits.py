@@ -10,7 +10,7 @@ from tickwheel.storage.plans import limits as plans
 from tickwheel.storage.records import LimitUse
 from tickwheel.storage.sqlite.base import SqliteBase
 from tickwheel.storage.sqlite.queries import as_json, q
-from tickwheel.storage.sqlite.steps import run
+from tickwheel.storage.sqlite.steps import planned, run
 
 
 class SqliteLimits(SqliteBase):
@@ -51,7 +51,7 @@ class SqliteLimits(SqliteBase):
 
     async def wake_held(self, now_ms: int, *, sweep: bool = False) -> int:
         return await self._writer.transaction(
-            lambda db: run(db, plans.wake(now_ms, sweep=sweep)), acknowledged=False
+            planned(plans.wake, now_ms, sweep=sweep), acknowledged=False
         )
 
     async def first_wake_ms(self) -> int | None:

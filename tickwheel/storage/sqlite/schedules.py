@@ -11,14 +11,12 @@ from tickwheel.storage.base import Advance, Page, ScheduleSummary
 from tickwheel.storage.plans import inserts as plans
 from tickwheel.storage.sqlite.base import SqliteBase, below
 from tickwheel.storage.sqlite.queries import as_json, q
-from tickwheel.storage.sqlite.steps import run
+from tickwheel.storage.sqlite.steps import planned
 
 
 class SqliteSchedules(SqliteBase):
     async def insert_schedule(self, schedule: ScheduleRecord, first: NewTask) -> str:
-        return await self._writer.transaction(
-            lambda db: run(db, plans.insert_schedule(schedule, first))
-        )
+        return await self._writer.transaction(planned(plans.insert_schedule, schedule, first))
 
     async def get_schedule(self, schedule_id: str) -> ScheduleRecord | None:
         row = await self._reader.run(
@@ -34,7 +32,7 @@ class SqliteSchedules(SqliteBase):
 
     async def advance_schedules(self, advances: Sequence[Advance]) -> list[int | None]:
         return await self._writer.transaction(
-            lambda db: run(db, plans.advance_schedules(advances)), acknowledged=False
+            planned(plans.advance_schedules, advances), acknowledged=False
         )
 
     async def set_schedule_status(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tickwheel.models import Status
@@ -27,6 +28,24 @@ def run(db: sqlite3.Connection, plan: Plan[T]) -> T:
     return steps.run(plan, steps.answerer(SqliteSteps(db)))
 
 
+def planned(
+    plan_of: Callable[..., Plan[T]], *args: Any, **kwargs: Any
+) -> Callable[[sqlite3.Connection], T]:
+    """A work that runs the plan `plan_of(*args, **kwargs)`. It pickles by reference (a
+    closure pickles its code), so it crosses to the writer's process cheaply; the plan
+    itself, a generator, is made there."""
+    return functools.partial(_run_planned, plan_of, args, kwargs)
+
+
+def _run_planned(
+    plan_of: Callable[..., Plan[T]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    db: sqlite3.Connection,
+) -> T:
+    return run(db, plan_of(*args, **kwargs))
+
+
 def claim_statement(step: steps.Claim) -> str:
     """The claim, with the condition that skips limited tasks only while limits exist:
     its subqueries cost every claim a tenth."""
@@ -39,8 +58,7 @@ def _claim_statement(skipping: bool, marking: bool) -> str:
 
 
 def claim_params(step: steps.Claim) -> dict[str, Any]:
-    """The claim statement's parameters: built off the writer's thread where it can be,
-    since every moment on that thread holds up every other write."""
+    """The claim statement's parameters."""
     return {
         "claims": as_json(step.items),
         "now": step.now,

@@ -25,7 +25,7 @@ from tickwheel.storage.plans import inserts as plans
 from tickwheel.storage.sqlite.base import SqliteBase, below, first_seq_created
 from tickwheel.storage.sqlite.queries import NEVER, TASK_COLUMNS, as_json, q
 from tickwheel.storage.sqlite.retention import delete_ended
-from tickwheel.storage.sqlite.steps import run
+from tickwheel.storage.sqlite.steps import planned
 
 
 class SqliteTasks(SqliteBase):
@@ -33,7 +33,7 @@ class SqliteTasks(SqliteBase):
         return [held.seq for held in await self.insert_tasks_with_holders(tasks)]
 
     async def insert_tasks_with_holders(self, tasks: Sequence[NewTask]) -> list[Held]:
-        return await self._writer.transaction(lambda db: run(db, plans.insert_tasks(tasks)))
+        return await self._writer.transaction(planned(plans.insert_tasks, tasks))
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
         row = await self._reader.run(lambda db: db.execute(q("get_task"), (task_id,)).fetchone())
@@ -71,9 +71,7 @@ class SqliteTasks(SqliteBase):
         return row[0] if row else None
 
     async def insert_workflow(self, workflow: WorkflowRecord, tasks: Sequence[NewTask]) -> bool:
-        return await self._writer.transaction(
-            lambda db: run(db, plans.insert_workflow(workflow, tasks))
-        )
+        return await self._writer.transaction(planned(plans.insert_workflow, workflow, tasks))
 
     async def get_workflow(
         self, workflow_id: str
@@ -100,7 +98,7 @@ class SqliteTasks(SqliteBase):
 
     async def propagate(self, now_ms: int, *, limit: int = 1000) -> Propagated:
         return await self._writer.transaction(
-            lambda db: run(db, propagation.propagate(now_ms, limit)), acknowledged=False
+            planned(propagation.propagate, now_ms, limit), acknowledged=False
         )
 
     async def has_propagations(self, now_ms: int) -> bool:
@@ -110,16 +108,14 @@ class SqliteTasks(SqliteBase):
         return bool(row[0])
 
     async def cancel(self, seq: int, version: int, now_ms: int) -> bool:
-        return await self._writer.transaction(
-            lambda db: run(db, attempts.cancel(seq, version, now_ms))
-        )
+        return await self._writer.transaction(planned(attempts.cancel, seq, version, now_ms))
 
     async def redrive(self, items: Sequence[tuple[int, int]], now_ms: int) -> list[bool]:
-        return await self._writer.transaction(lambda db: run(db, attempts.redrive(items, now_ms)))
+        return await self._writer.transaction(planned(attempts.redrive, items, now_ms))
 
     async def set_priority(self, seq: int, version: int, priority: int) -> bool:
         return await self._writer.transaction(
-            lambda db: run(db, attempts.set_priority(seq, version, priority))
+            planned(attempts.set_priority, seq, version, priority)
         )
 
     async def list_tasks(
