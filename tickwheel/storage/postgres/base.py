@@ -29,6 +29,7 @@ DEADLOCK_RETRIES = 5
 UNAVAILABLE_RETRIES = 1  # work that failed before COMMIT runs again on a fresh connection
 CLOSE_TIMEOUT_SECONDS = 5.0
 COMMAND_TIMEOUT_SECONDS = 60.0
+PLAN_CACHE_MODE = "force_generic_plan"  # see `_settings`
 
 
 async def _keep_session(db: asyncpg.Connection) -> None:
@@ -95,8 +96,15 @@ class PostgresBase:
 
     def _settings(self) -> dict[str, str]:
         """Every connection names its process (`application_name`), so operators and
-        tests can find Tickwheel's connections in `pg_stat_activity`."""
-        settings = {"application_name": self._application_name}
+        tests can find Tickwheel's connections in `pg_stat_activity`.
+
+        Generic plans: each statement is prepared once per connection and run many
+        times, and `tasks` is partitioned. By default PostgreSQL then plans every run
+        anew, since a plan made for the run's values prunes partitions while planning
+        and so always looks cheaper than a generic one, which prunes while running. In
+        a burst that replanning was about a third of PostgreSQL's CPU per task
+        (BENCHMARKS.md, "A burst, process by process")."""
+        settings = {"application_name": self._application_name, "plan_cache_mode": PLAN_CACHE_MODE}
         if self._schema:
             settings["search_path"] = self._schema
         return settings
