@@ -116,6 +116,8 @@ class Node:
             migrate=s.migrate,
             name=f"tickwheel-{self.node_id}",
             health=self.store_health,
+            # A process with no API runs only the engine's keyed statements.
+            generic_plans=Role.API not in self.roles,
         )
         try:  # from here on, a failure closes the store again (a bad Redis URL, say)
             if isinstance(self.clock, ClusterClock):

@@ -21,11 +21,13 @@ async def open_store(
     migrate: bool = True,
     name: str = "tickwheel",
     health: Outage | None = None,
+    generic_plans: bool = False,
 ) -> Store:
     """The store at `url`, its schema migrated first unless `migrate` is off (PostgreSQL:
     for deployments that run `tickwheel migrate` as a step of their own). `name` names
     this process's connections where the store shows them (PostgreSQL's
-    `application_name`); `health` hears how every call went (the store's own if None)."""
+    `application_name`); `health` hears how every call went (the store's own if None);
+    `generic_plans`: PostgreSQL plans each prepared statement once (`PostgresStore`)."""
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         from tickwheel.storage.sqlite.store import SqliteStore
@@ -44,6 +46,7 @@ async def open_store(
             migrate=migrate,
             application_name=name,
             health=health,
+            generic_plans=generic_plans,
         )
         await pg.open()
         return pg

@@ -72,9 +72,13 @@ class PostgresBase:
         migrate: bool = True,
         application_name: str = "tickwheel",
         health: Outage | None = None,
+        generic_plans: bool = False,
     ) -> None:
-        """`health`: where the store's failures and answers are told (its own if None)."""
+        """`health`: where the store's failures and answers are told (its own if None).
+        `generic_plans`: for a process that runs only the engine's keyed statements (a
+        worker's, a scheduler's), see `_settings`."""
         self.url = url
+        self._generic_plans = generic_plans
         self._application_name = application_name[:63]  # PostgreSQL keeps 63 bytes
         self.health = health or Outage("the store", log)
         self._schema = schema
@@ -98,13 +102,17 @@ class PostgresBase:
         """Every connection names its process (`application_name`), so operators and
         tests can find Tickwheel's connections in `pg_stat_activity`.
 
-        Generic plans: each statement is prepared once per connection and run many
-        times, and `tasks` is partitioned. By default PostgreSQL then plans every run
-        anew, since a plan made for the run's values prunes partitions while planning
-        and so always looks cheaper than a generic one, which prunes while running. In
-        a burst that replanning was about a third of PostgreSQL's CPU per task
-        (BENCHMARKS.md, "A burst, process by process")."""
-        settings = {"application_name": self._application_name, "plan_cache_mode": PLAN_CACHE_MODE}
+        Generic plans, if asked for: each statement is prepared once per connection and
+        run many times, and `tasks` is partitioned. By default PostgreSQL then plans
+        every run anew, since a plan made for the run's values prunes partitions while
+        planning and so always looks cheaper than a generic one, which prunes while
+        running; in a burst that replanning was about a third of PostgreSQL's CPU per
+        task (BENCHMARKS.md, "A burst, process by process"). Only for processes without
+        the API: an operator's listings (`LIMIT $n`, joins over labels or executions)
+        are planned best for their values."""
+        settings = {"application_name": self._application_name}
+        if self._generic_plans:
+            settings["plan_cache_mode"] = PLAN_CACHE_MODE
         if self._schema:
             settings["search_path"] = self._schema
         return settings
