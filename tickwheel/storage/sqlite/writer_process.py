@@ -58,6 +58,7 @@ class ProcessHost:
         self._control: socket.socket | None = None
         self._waiting: deque[asyncio.Future[tuple[bool, Any]]] = deque()
         self._answers: asyncio.Task[None] | None = None
+        self._restarting = asyncio.Lock()
 
     async def start(self) -> None:
         calls, child_calls = socket.socketpair()
@@ -77,8 +78,10 @@ class ProcessHost:
 
     async def ask(self, call: Callable[[Session], T]) -> T:
         if self._answers is None or self._answers.done():
-            await self.close()
-            await self.start()
+            async with self._restarting:  # callers that found it dead start one child
+                if self._answers is None or self._answers.done():
+                    await self.close()
+                    await self.start()
         assert self._stream is not None
         frame = cloudpickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
         answer = asyncio.get_running_loop().create_future()
@@ -100,7 +103,7 @@ class ProcessHost:
                     waiting.set_result(answer)
         except (asyncio.IncompleteReadError, ConnectionError):
             gone = OutcomeUnknown(
-                f"the SQLite writer's process for {self._path} ended (exit status"
+                f"the SQLite {self._name}'s process for {self._path} ended (exit status"
                 f" {self._child.returncode if self._child else None}); the last write may"
                 " or may not have committed"
             )
