@@ -176,7 +176,7 @@ class Row:
         return Row, (self._values, self._index)  # a pickle holds each index once
 
 
-class RowFactory:
+class PicklableRows:
     """Makes `Row`s, sharing one index among the rows of a statement."""
 
     def __init__(self) -> None:
@@ -195,7 +195,7 @@ class RowFactory:
 
 def serve(calls: socket.socket, control: socket.socket, path: str) -> None:
     """The child: answer calls in order until the parent closes the socket."""
-    session = Session(path, RowFactory())
+    session = Session(path, PicklableRows())
     threading.Thread(target=_interrupts, args=(control, session), daemon=True).start()
     with calls.makefile("rwb") as stream:
         while (frame := _read_frame(stream)) is not None:
